@@ -1,0 +1,203 @@
+"""The DuckDB backend: loads relations from Arrow, registers NumPy kernels as
+arrow UDFs, runs the compiled statements and fetches results."""
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from duckdb import sqltypes
+
+from ..kernels.numpy_kernels import REDUCE, position_offsets, run_kernel
+from ..kernels.spec import GatherSpec, KernelSpec
+from ..relation import Relation
+from ..sql.duckdb_dialect import DuckDBDialect
+from ..sql.relations import KernelUse, RelInfo, Step
+
+_LIST = sqltypes.DuckDBPyType(list[float])
+
+
+def _literal(text: str) -> str:
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _type(is_list: bool):
+    return _LIST if is_list else sqltypes.DOUBLE
+
+
+def _rows(array) -> np.ndarray:
+    """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n = len(array)
+    flat = array.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(n, -1) if n else flat.reshape(0, 0)
+
+
+def _scalars(array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+    """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
+    rows, width = values.shape
+    offsets = pa.array(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
+                       if width else np.zeros(rows + 1, dtype=np.int32))
+    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    if mask is None:
+        return pa.ListArray.from_arrays(offsets, flat)
+    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
+
+
+class DuckDBBackend:
+    """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given)."""
+    name = "duckdb"
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
+                 database: str = ":memory:", memory_limit: str | None = None,
+                 temp_directory: str | None = None, threads: int | None = None):
+        self.owns = connection is None
+        self.con = connection if connection is not None else duckdb.connect(database)
+        if memory_limit:
+            self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
+        if temp_directory:
+            self.con.execute(f"SET temp_directory = {_literal(temp_directory)}")
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        self.dialect = DuckDBDialect()
+
+    def close(self) -> None:
+        if self.owns:
+            self.con.close()
+
+    # -- data in and out ----------------------------------------------------
+    def load(self, rel: RelInfo, relation: Relation) -> None:
+        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, relation.keys)}
+        if rel.is_scalar:
+            columns["val"] = pa.array(np.asarray(relation.values, dtype=np.float64))
+        else:
+            columns["val"] = _list_array(np.asarray(relation.values, dtype=np.float64)
+                                         .reshape(len(relation), rel.sub_size))
+        view = f"{rel.table}_arrow"
+        self.con.register(view, pa.table(columns))
+        try:
+            self.con.execute(f'CREATE TABLE "{rel.table}" AS SELECT * FROM "{view}"')
+        finally:
+            self.con.unregister(view)
+
+    def fetch(self, rel: RelInfo) -> Relation:
+        cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
+        table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
+        keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
+        val = table.column("val")
+        values = _scalars(val).astype(np.float64) if rel.is_scalar else \
+            _rows(val).reshape(table.num_rows, rel.sub_size)
+        return Relation(keys, values)
+
+    def row_count(self, rel: RelInfo) -> int:
+        return int(self.con.sql(f"SELECT count(*) FROM {self.dialect.q(rel.table)}").fetchone()[0])
+
+    def drop(self, rel: RelInfo) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+
+    # -- statements ---------------------------------------------------------
+    def run(self, step: Step) -> None:
+        for use in step.kernels:
+            self._register(use)
+        try:
+            self.con.execute(step.sql)
+        finally:
+            for use in step.kernels:
+                self.con.remove_function(use.name)
+
+    def _register(self, use: KernelUse) -> None:
+        fn, params, returns = self._udf(use)
+        self.con.create_function(use.name, fn, params, returns, type="arrow",
+                                 null_handling="special", side_effects=False)
+
+    def _udf(self, use: KernelUse) -> tuple[Callable, list, object]:
+        if use.kind == "kernel":
+            return self._kernel_udf(use)
+        if use.kind == "aggregate":
+            return _aggregate_udf(use.agg, use.size), [
+                sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
+        if use.kind == "take":
+            return _take_udf(use.spec), [_LIST, sqltypes.BIGINT], _LIST
+        if use.kind == "stack":
+            return _stack_udf(use.spec, use.args_are_lists[0]), [
+                sqltypes.DuckDBPyType(list[dict[str, int | (list[float] if use.args_are_lists[0]
+                                                            else float)]])], _LIST
+        raise ValueError(use.kind)
+
+    def _kernel_udf(self, use: KernelUse):
+        spec: KernelSpec = use.spec
+        constant = None
+        if use.constant is not None:
+            rel = self.fetch(use.constant)
+            constant = np.zeros(use.constant.sub_size) if len(rel) == 0 else \
+                np.asarray(rel.values, dtype=np.float64).reshape(-1)
+
+        def apply(*arrays):
+            inputs = [(_rows(a) if is_list else _scalars(a)) for a, is_list in
+                      zip(arrays, use.args_are_lists)]
+            if constant is not None:
+                inputs.append(np.broadcast_to(constant, (len(inputs[0]), constant.size)))
+            out = run_kernel(spec, *inputs)
+            return _list_array(out) if use.returns_list else pa.array(out)
+
+        params = [_type(is_list) for is_list in use.args_are_lists]
+        udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
+        return udf, params, _type(use.returns_list)
+
+
+def _aggregate_udf(agg: str, expected: int):
+    """Element-wise AGG over each group's list of vectors (and 0 where tuples are missing)."""
+    reduce_at = {"sum": np.add, "max": np.maximum, "min": np.minimum}[agg].reduceat
+
+    def udf(groups, counts):
+        if isinstance(groups, pa.ChunkedArray):
+            groups = groups.combine_chunks()
+        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        rows = _rows(groups.flatten())
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        out = reduce_at(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
+        if agg != "sum":
+            short = _scalars(counts) < expected
+            out[short] = REDUCE[agg](np.stack([out[short], np.zeros_like(out[short])]), axis=0)
+        return _list_array(out)
+    return udf
+
+
+def _take_udf(spec: GatherSpec):
+    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
+
+    def udf(values, positions):
+        rows = _rows(values)
+        base = position_offsets(_scalars(positions), spec.new_dims, spec.new_strides)
+        out = np.take_along_axis(rows, base[:, None] + offsets[None, :], axis=1) if len(rows) \
+            else np.zeros((0, spec.sub_size))
+        return _list_array(out, mask=~np.any(out != 0, axis=1))
+    return udf
+
+
+def _stack_udf(spec: GatherSpec, values_are_lists: bool):
+    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
+
+    def udf(groups):
+        if isinstance(groups, pa.ChunkedArray):
+            groups = groups.combine_chunks()
+        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        items = groups.flatten()
+        positions = _scalars(items.field("p")).astype(np.int64)
+        values = items.field("v")
+        values = _rows(values) if values_are_lists else _scalars(values).reshape(-1, 1)
+        group = np.repeat(np.arange(len(lengths)), lengths)
+        out = np.zeros((len(lengths), spec.size))
+        base = position_offsets(positions, spec.new_dims, spec.new_strides)
+        out[group[:, None], base[:, None] + offsets[None, :]] = values
+        return _list_array(out)
+    return udf

@@ -1,0 +1,142 @@
+"""NumPy implementations of the kernel functions, applied to whole batches of tuples.
+
+These are the oracle's functions (the reference evaluator uses them too) and the
+bodies of the arrow UDFs registered in DuckDB.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+from scipy.special import expit
+
+from .spec import KernelSpec
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "id": lambda x: x,
+    "neg": np.negative,
+    "relu": lambda x: np.maximum(x, 0.0),
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "sigmoid": expit,
+    "tanh": np.tanh,
+    "abs": np.abs,
+}
+_WITH_CONST: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    "mulc": lambda x, c: x * c,
+    "addc": lambda x, c: x + c,
+    "subc": lambda x, c: x - c,
+    "rsubc": lambda x, c: c - x,
+    "divc": lambda x, c: x / c,
+    "rdivc": lambda x, c: c / x,
+    "maxc": np.maximum,
+    "minc": np.minimum,
+    "powc": np.power,
+}
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
+}
+REDUCE: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "max": np.max, "min": np.min}
+
+# elements one kernel chunk may materialise (op applied before the reduction)
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def unary_function(code: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The NumPy function for a unary kernel code such as ``relu`` or ``mulc:2.5``."""
+    if ":" in code:
+        name, const = code.split(":", 1)
+        fn, c = _WITH_CONST[name], float(const)
+        return lambda x: fn(x, c)
+    return _UNARY[code]
+
+
+def is_unary_code(code: str) -> bool:
+    name = code.split(":", 1)[0]
+    return name in _UNARY or (name in _WITH_CONST and ":" in code)
+
+
+def annihilates_zero(code: str) -> bool:
+    """True when f(0) == 0, so that missing (zero) tuples stay missing."""
+    with np.errstate(all="ignore"):
+        return bool(unary_function(code)(np.zeros(1))[0] == 0.0)
+
+
+def _view(flat: np.ndarray, dims: tuple[int, ...], strides: tuple[int, ...],
+          keep_broadcast: bool) -> tuple[np.ndarray, list[int]]:
+    """A (batch, *dims) strided view of a (batch, size) array; drops stride-0 dims
+    unless `keep_broadcast`. Returns the view and the loop dims it covers."""
+    axes = [t for t, s in enumerate(strides) if keep_broadcast or s != 0]
+    item = flat.itemsize
+    view = as_strided(flat, shape=(flat.shape[0], *(dims[t] for t in axes)),
+                      strides=(flat.strides[0], *(strides[t] * item for t in axes)),
+                      writeable=False)
+    return view, axes
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY"
+
+
+def run_kernel(spec: KernelSpec, *inputs: np.ndarray) -> np.ndarray:
+    """Apply a kernel to a batch: each input is (batch, size) or (batch,) for size 1.
+
+    Returns (batch, out_size), or (batch,) when the output is a scalar.
+    """
+    batch = inputs[0].shape[0]
+    flats = [np.ascontiguousarray(x, dtype=np.float64).reshape(batch, -1) for x in inputs]
+    for flat, size in zip(flats, spec.in_sizes):
+        if flat.shape[1] != size:
+            raise ValueError(f"kernel input has {flat.shape[1]} elements, spec needs {size}")
+    out_size = spec.out_size
+    out = np.empty((batch, out_size))
+    step = max(1, _CHUNK_ELEMENTS // max(1, prod(spec.dims)))
+    with np.errstate(all="ignore"):
+        for lo in range(0, batch, step):
+            chunk = [f[lo:lo + step] for f in flats]
+            out[lo:lo + step] = _run_chunk(spec, chunk).reshape(len(chunk[0]), out_size)
+    return out if spec.out_dims else out[:, 0]
+
+
+def _run_chunk(spec: KernelSpec, flats: list[np.ndarray]) -> np.ndarray:
+    n_loop = len(spec.dims)
+    reduce_axes = tuple(range(1 + spec.n_out, 1 + n_loop))
+    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum":
+        terms = []
+        for flat, strides in zip(flats, spec.strides):
+            view, axes = _view(flat, spec.dims, strides, keep_broadcast=False)
+            terms += [view, [n_loop] + axes]
+        return np.einsum(*terms, [n_loop] + list(range(spec.n_out)), optimize=True)
+    views = [_view(f, spec.dims, s, keep_broadcast=True)[0] for f, s in zip(flats, spec.strides)]
+    if spec.arity == 2:
+        values = BINARY[spec.op](views[0], views[1])
+    else:
+        values = unary_function(spec.op)(views[0])
+    if reduce_axes:
+        values = REDUCE[spec.agg](values, axis=reduce_axes)
+    return np.asarray(values)
+
+
+def gather_take(spec_size: int, new_dims, new_strides, sub_dims, sub_strides,
+                values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Sub-tensors at `positions` of each row of `values` (batch, size) -> (batch, sub)."""
+    base = _position_offsets(positions, new_dims, new_strides)
+    offsets = _position_offsets(np.arange(prod(sub_dims)), sub_dims, sub_strides)
+    index = base[:, None] + offsets[None, :]
+    return np.take_along_axis(values, index, axis=1)
+
+
+def _position_offsets(positions: np.ndarray, dims, strides) -> np.ndarray:
+    """Flat offsets of row-major positions over `dims` placed with `strides`."""
+    positions = np.asarray(positions, dtype=np.int64)
+    offset = np.zeros(positions.shape, dtype=np.int64)
+    rest = positions.copy()
+    for d, s in zip(reversed(tuple(dims)), reversed(tuple(strides))):
+        offset += (rest % d) * s
+        rest //= d
+    return offset
+
+
+position_offsets = _position_offsets

@@ -1,0 +1,90 @@
+"""Kernel specifications: the dense part of one statement, as plain data.
+
+A kernel runs on one tuple (or a batch of tuples) and computes, over the demoted
+labels, ``out[o] = AGG_r OP(a[idx_a(o, r)], b[idx_b(o, r)])``. The loop space is
+``dims``; its first ``n_out`` dimensions index the output (row-major), the rest are
+reduced with AGG. Every input is a flat row-major array; ``strides[k][t]`` is the
+step in input k's flat index for loop dimension t (0 when the input does not
+have that label; repeated labels add their strides, which takes a diagonal).
+
+The same text form (``KernelSpec.text``) drives the NumPy kernels registered in
+DuckDB and the C kernels of the PostgreSQL extension:
+
+    OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+
+OP is a binary operator (mul, add, sub, div) for two inputs, or a unary function
+for one input: id, neg, relu, exp, log, sqrt, sigmoid, tanh, abs, or one with a
+constant ``name:c``: mulc (x*c), addc (x+c), subc (x-c), rsubc (c-x), divc (x/c),
+rdivc (c/x), maxc (max(x,c)), minc (min(x,c)), powc (x**c).
+
+A gather spec moves sub-tensors for repartitioning (``take`` cuts the sub-tensor
+at position POS out of a value; ``stack`` scatters sub-tensors into a bigger one):
+
+    SIZE;DN0,DN1,...;SN0,SN1,...;DS0,DS1,...;SS0,SS1,...
+
+element e of the sub-tensor (row-major over DS) of position POS (row-major over DN)
+sits at ``sum(unravel(POS, DN) * SN) + sum(unravel(e, DS) * SS)`` in the big
+tensor of SIZE elements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+BINARY_KERNEL_OPS = ("mul", "add", "sub", "div")
+UNARY_KERNEL_FUNCTIONS = ("id", "neg", "relu", "exp", "log", "sqrt", "sigmoid", "tanh", "abs")
+CONST_KERNEL_FUNCTIONS = ("mulc", "addc", "subc", "rsubc", "divc", "rdivc", "maxc", "minc", "powc")
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    op: str                                  # binary op, unary function, or "fn:const"
+    agg: str                                 # sum | max | min
+    dims: tuple[int, ...]                    # loop space: output dims then reduced dims
+    n_out: int                               # how many leading dims index the output
+    strides: tuple[tuple[int, ...], ...]     # per input, one stride per loop dim
+    in_sizes: tuple[int, ...]                # flat size of each input
+
+    @property
+    def out_dims(self) -> tuple[int, ...]:
+        return self.dims[: self.n_out]
+
+    @property
+    def out_size(self) -> int:
+        return prod(self.out_dims)
+
+    @property
+    def arity(self) -> int:
+        return len(self.strides)
+
+    @property
+    def text(self) -> str:
+        parts = [self.op, self.agg, str(self.n_out), _ints(self.dims)]
+        parts += [_ints(s) for s in self.strides]
+        return ";".join(parts)
+
+
+@dataclass(frozen=True)
+class GatherSpec:
+    size: int                      # elements of the big tensor
+    new_dims: tuple[int, ...]      # dims addressed by the position
+    new_strides: tuple[int, ...]
+    sub_dims: tuple[int, ...]      # dims of the sub-tensor
+    sub_strides: tuple[int, ...]
+
+    @property
+    def sub_size(self) -> int:
+        return prod(self.sub_dims)
+
+    @property
+    def positions(self) -> int:
+        return prod(self.new_dims)
+
+    @property
+    def text(self) -> str:
+        return ";".join([str(self.size), _ints(self.new_dims), _ints(self.new_strides),
+                         _ints(self.sub_dims), _ints(self.sub_strides)])

@@ -1,0 +1,102 @@
+"""Plans: which labels every vertex promotes, and what that implies.
+
+A plan maps each vertex to its set of promoted labels. A label has one status
+throughout its vertex, so the decomposition of each operand and of the output
+follows: an axis is promoted when its label is. Where the producer of a tensor
+decomposes it differently from a consumer, a repartition runs between them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from .program.dag import Dag, Operand, Vertex
+
+_OP_SYMBOL = {"mul": "*", "add": "+", "sub": "-", "div": "/"}
+_CONST_FORMAT = {"mulc": "{x} * {c}", "addc": "{x} + {c}", "subc": "{x} - {c}",
+                 "rsubc": "{c} - {x}", "divc": "{x} / {c}", "rdivc": "{c} / {x}",
+                 "maxc": "max({x}, {c})", "minc": "min({x}, {c})", "powc": "{x} ** {c}"}
+
+
+@dataclass
+class Plan:
+    promoted: dict[str, frozenset[str]]        # vertex name -> promoted labels
+    name: str = ""
+    cost: float | None = None
+    statement_costs: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def labels(self, vertex: Vertex) -> frozenset[str]:
+        return self.promoted[vertex.name]
+
+    def operand_axes(self, vertex: Vertex, operand: Operand) -> tuple[int, ...]:
+        """Promoted axes of an operand tensor at this use."""
+        up = self.promoted[vertex.name]
+        return tuple(a for a, l in enumerate(operand.labels) if l in up)
+
+    def output_axes(self, vertex: Vertex) -> tuple[int, ...]:
+        up = self.promoted[vertex.name]
+        return tuple(a for a, l in enumerate(vertex.labels) if l in up)
+
+    def produced_axes(self, dag: Dag, tensor: str) -> tuple[int, ...] | None:
+        """Decomposition a tensor is produced in; None for inputs (loaded as needed)."""
+        if tensor in dag.inputs:
+            return None
+        return self.output_axes(dag.vertex(tensor))
+
+    def repartitions(self, dag: Dag) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+        """(tensor, from axes, to axes) for each producer/consumer mismatch."""
+        moves = []
+        for v in dag.vertices:
+            for operand in v.operands:
+                have = self.produced_axes(dag, operand.tensor)
+                need = self.operand_axes(v, operand)
+                if have is not None and have != need and (operand.tensor, have, need) not in moves:
+                    moves.append((operand.tensor, have, need))
+        return moves
+
+    # -- rendering ----------------------------------------------------------
+    def uclc(self, vertex: Vertex) -> str:
+        """The vertex in upper-case-lower-case notation, e.g. ``Z[I,g] = AH[I,f] * W[f,g]``."""
+        up = self.promoted[vertex.name]
+
+        def ref(name: str, labels: tuple[str, ...]) -> str:
+            return f"{name}[{','.join(l.upper() if l in up else l for l in labels)}]"
+
+        args = [ref(o.tensor, o.labels) for o in vertex.operands]
+        if vertex.is_binary:
+            body = f"{args[0]} {_OP_SYMBOL[vertex.op]} {args[1]}"
+        elif vertex.op == "id":
+            body = args[0]
+        elif ":" in vertex.op:
+            name, c = vertex.op.split(":", 1)
+            body = _CONST_FORMAT[name].format(x=args[0], c=c)
+        else:
+            body = f"{vertex.op}({args[0]})"
+        if vertex.agg != "sum" and vertex.agg_labels:
+            body = f"{vertex.agg}({body})"
+        return f"{ref(vertex.name, vertex.labels)} = {body}"
+
+    def schema(self, dag: Dag, vertex: Vertex, operand: Operand | None = None) -> str:
+        """Relational schema of an operand (or of the output), e.g. ``H(INT j, DOUBLE[64] val)``."""
+        tensor, labels = (vertex.name, vertex.labels) if operand is None else (
+            operand.tensor, operand.labels)
+        up = self.promoted[vertex.name]
+        shape = dag.shapes[tensor]
+        keys = [f"INT {l}" for l in labels if l in up]
+        dims = [shape[a] for a, l in enumerate(labels) if l not in up]
+        value = "DOUBLE" + "".join(f"[{d}]" for d in dims) + " val"
+        return f"{tensor}({', '.join(keys + [value])})"
+
+    def describe(self, dag: Dag) -> str:
+        lines = []
+        for v in dag.vertices:
+            schemas = [self.schema(dag, v, o) for o in v.operands] + [self.schema(dag, v)]
+            lines.append(f"{self.uclc(v):<48} {'; '.join(schemas)}")
+        return "\n".join(lines)
+
+
+def tuple_bytes(dag: Dag, tensor: str, labels: tuple[str, ...], promoted: frozenset[str]) -> int:
+    """Bytes of one tuple of `tensor` when `promoted` labels are keys."""
+    shape = dag.shapes[tensor]
+    keys = sum(1 for l in labels if l in promoted)
+    return 8 * keys + 8 * prod(shape[a] for a, l in enumerate(labels) if l not in promoted)

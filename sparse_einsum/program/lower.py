@@ -1,0 +1,148 @@
+"""Lower a Program into a DAG of binary and unary vertices.
+
+A statement whose right side is a product of tensor references (and constants)
+summed over its free labels is split along an opt_einsum contraction path, so
+that sums are pushed down. Any other expression becomes one vertex per operator,
+with the statement's aggregate applied at the root.
+"""
+from __future__ import annotations
+
+
+import opt_einsum
+
+from ..errors import ProgramError
+from .dag import Dag, Operand, Vertex
+from .model import Binary, Const, Expr, Program, Ref, Statement, Unary
+
+_BINARY_OPS = {"*": "mul", "+": "add", "-": "sub", "/": "div"}
+# constant on the right: x OP c ; constant on the left: c OP x
+_CONST_RIGHT = {"*": "mulc", "+": "addc", "-": "subc", "/": "divc"}
+_CONST_LEFT = {"*": "mulc", "+": "addc", "-": "rsubc", "/": "rdivc"}
+
+
+def lower(program: Program, shapes: dict[str, tuple[int, ...]]) -> Dag:
+    """Build the DAG. `shapes` holds the shape of every input tensor."""
+    dag = Dag(inputs={n: d.labels for n, d in program.inputs.items()}, vertices=[],
+              outputs=list(program.outputs), shapes=dict(shapes))
+    for st in program.statements:
+        _Lowerer(dag, st).run()
+    return dag
+
+
+class _Lowerer:
+    def __init__(self, dag: Dag, st: Statement):
+        self.dag, self.st, self.count = dag, st, 0
+        self.sizes: dict[str, int] = {}
+        for ref in _refs(st.expr):
+            self.sizes.update(zip(ref.labels, dag.shapes[ref.name]))
+
+    def run(self) -> None:
+        st = self.st
+        factors = _product_factors(st.expr)
+        if factors is not None and st.agg == "sum":
+            refs, const = factors
+            if len(refs) >= 3 or (len(refs) == 2 and const == 1.0):
+                self._contract(refs, const)
+                return
+        operand = self._lower(st.expr, root=True)
+        if operand is not None:   # the root was a plain reference or folded away
+            self._emit(st.out_labels, "id", st.agg, (operand,), final=True)
+
+    # -- general expressions ------------------------------------------------
+    def _lower(self, expr: Expr, root: bool) -> Operand | None:
+        """Lower `expr`; at the root the last vertex is the statement's own (returns None)."""
+        if isinstance(expr, Ref):
+            return Operand(expr.name, expr.labels)
+        if isinstance(expr, Const):
+            raise ProgramError("a statement needs at least one tensor reference",
+                               source=None, line=self.st.line)
+        if isinstance(expr, Unary):
+            if isinstance(expr.arg, Const):
+                raise ProgramError(f"{expr.fn}() of a constant: write the number instead",
+                                   line=self.st.line)
+            inner = self._lower(expr.arg, root=False)
+            return self._node((inner,), expr.fn, root)
+        assert isinstance(expr, Binary)
+        if isinstance(expr.left, Const) and isinstance(expr.right, Const):
+            raise ProgramError("an operation between two constants: write the number instead",
+                               line=self.st.line)
+        if isinstance(expr.right, Const):
+            inner = self._lower(expr.left, root=False)
+            return self._node((inner,), f"{_CONST_RIGHT[expr.op]}:{expr.right.value!r}", root)
+        if isinstance(expr.left, Const):
+            inner = self._lower(expr.right, root=False)
+            return self._node((inner,), f"{_CONST_LEFT[expr.op]}:{expr.left.value!r}", root)
+        left = self._lower(expr.left, root=False)
+        right = self._lower(expr.right, root=False)
+        return self._node((left, right), _BINARY_OPS[expr.op], root)
+
+    def _node(self, operands: tuple[Operand, ...], op: str, root: bool) -> Operand | None:
+        if root:
+            self._emit(self.st.out_labels, op, self.st.agg, operands, final=True)
+            return None
+        labels = tuple(dict.fromkeys(l for o in operands for l in o.labels))
+        return self._emit(labels, op, "sum", operands, final=False)
+
+    def _emit(self, labels: tuple[str, ...], op: str, agg: str,
+              operands: tuple[Operand, ...], final: bool) -> Operand:
+        if final:
+            name = self.st.out
+        else:
+            self.count += 1
+            name = f"{self.st.out}~{self.count}"
+        self.dag.vertices.append(Vertex(name, labels, op, agg, operands, self.st.line))
+        self.dag.shapes[name] = tuple(self.sizes[l] for l in labels)
+        return Operand(name, labels)
+
+    # -- products: contraction path ----------------------------------------
+    def _contract(self, refs: list[Ref], const: float) -> None:
+        st = self.st
+        operands = [Operand(r.name, r.labels) for r in refs]
+        shapes = [self.dag.shapes[r.name] for r in refs]
+        letters = _letters(self.sizes)
+        terms = ["".join(letters[l] for l in o.labels) for o in operands]
+        out_term = "".join(letters[l] for l in st.out_labels)
+        path, _ = opt_einsum.contract_path(f"{','.join(terms)}->{out_term}", *shapes,
+                                           shapes=True, optimize="auto")
+        for step, (i, j) in enumerate(sorted(pair) for pair in path):
+            right, left = operands.pop(j), operands.pop(i)
+            last = step == len(path) - 1
+            if last and const == 1.0:
+                self._emit(st.out_labels, "mul", "sum", (left, right), final=True)
+                return
+            needed = set(st.out_labels).union(*(o.labels for o in operands))
+            labels = tuple(l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
+            if last:
+                labels = st.out_labels
+            operands.append(self._emit(labels, "mul", "sum", (left, right), final=False))
+        self._emit(st.out_labels, f"mulc:{const!r}", "sum", (operands[0],), final=True)
+
+
+def _letters(sizes: dict[str, int]) -> dict[str, str]:
+    return {l: opt_einsum.get_symbol(k) for k, l in enumerate(sizes)}
+
+
+def _refs(expr: Expr) -> list[Ref]:
+    if isinstance(expr, Ref):
+        return [expr]
+    if isinstance(expr, Unary):
+        return _refs(expr.arg)
+    if isinstance(expr, Binary):
+        return _refs(expr.left) + _refs(expr.right)
+    return []
+
+
+def _product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
+    """(refs, constant) when `expr` is a product of references and constants."""
+    if isinstance(expr, Ref):
+        return [expr], 1.0
+    if isinstance(expr, Const):
+        return [], expr.value
+    if isinstance(expr, Binary) and expr.op == "*":
+        left, right = _product_factors(expr.left), _product_factors(expr.right)
+        if left is None or right is None:
+            return None
+        return left[0] + right[0], left[1] * right[1]
+    return None
+
+

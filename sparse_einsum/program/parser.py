@@ -1,0 +1,332 @@
+"""Parser for the ``.se`` text form of an EinSum program.
+
+One declaration or statement per line; ``#`` starts a comment::
+
+    input A[i,j]
+    input H[j:2708,f]                           # optional declared bound per label
+    input E[i,j] from edges(src, dst, weight)   # key column per label, optional value column
+    AH[i,f] = A[i,j] * H[j,f]                   # labels not on the left are summed out
+    M[i]    = max(AH[i,f])                      # aggregate wrapper: sum | max | min
+    S[]     = sum(exp(AH[i,f]))                 # a scalar
+    output AH, M                                # default: the last statement's tensor
+
+Grammar (``input`` and ``output`` start a declaration unless followed by ``[``, so
+``input[i] = ...`` defines a tensor called ``input``; ``from`` is a keyword only after
+an input's labels)::
+
+    rhs     := AGG '(' expr ')' | expr         # the aggregate wraps the whole right side
+    expr    := term (('+' | '-') term)*
+    term    := unary (('*' | '/') unary)*
+    unary   := '-' unary | primary             # '-' on a constant folds into the constant
+    primary := NUMBER | FN '(' expr ')' | NAME '[' labels ']' | '(' expr ')'
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, NoReturn
+
+from sparse_einsum.errors import ProgramError
+from sparse_einsum.program.model import (
+    AGGREGATES, UNARY_FUNCTIONS, Binary, Const, Expr, InputDecl, Program, Ref, Statement,
+    TableSource, Unary,
+)
+
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\f\r\v]+)
+  | (?P<comment>\#.*)
+  | (?P<num>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<qident>"(?:[^"]|"")*")
+  | (?P<op>[-+*/()\[\],:=])
+""", re.VERBOSE)
+
+
+class Token(NamedTuple):
+    kind: str      # "ident", "qident", "num", "op" or "eol"
+    text: str      # as written ("" for eol)
+    value: str     # the identifier (quoted ones unescaped), else the text
+    line: int
+    column: int    # 1-based
+
+
+def _describe(tok: Token) -> str:
+    return "end of line" if tok.kind == "eol" else f"'{tok.text}'"
+
+
+def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[list[Token], str]:
+    """The tokens of one line (ending with an "eol" token) and the line without its comment."""
+    tokens: list[Token] = []
+    pos, end = 0, len(text)
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            what = ("expected '\"' closing the quoted identifier but found end of line"
+                    if text[pos] == '"' else
+                    f"expected a name, a number or one of + - * / ( ) [ ] , : = "
+                    f"but found '{text[pos]}'")
+            raise ProgramError(what, source=source, line=line, column=pos + 1)
+        kind = m.lastgroup or ""
+        if kind == "comment":
+            end = pos
+            break
+        if kind != "ws":
+            raw = m.group()
+            value = raw[1:-1].replace('""', '"') if kind == "qident" else raw
+            tokens.append(Token(kind, raw, value, line, pos + 1))
+        pos = m.end()
+    code = text[:end].rstrip()
+    tokens.append(Token("eol", "", "", line, len(code) + 1))
+    return tokens, code.strip()
+
+
+class _LineParser:
+    """Recursive descent over the tokens of one line."""
+
+    def __init__(self, tokens: list[Token], source: str | None):
+        self.tokens, self.pos, self.source = tokens, 0, source
+
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> Token:
+        tok = self.peek()
+        if tok.kind != "eol":
+            self.pos += 1
+        return tok
+
+    def is_op(self, text: str, ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok.kind == "op" and tok.text == text
+
+    def fail(self, message: str, tok: Token | None = None) -> NoReturn:
+        tok = tok or self.peek()
+        raise ProgramError(message, source=self.source, line=tok.line, column=tok.column)
+
+    def expected(self, what: str) -> NoReturn:
+        self.fail(f"expected {what} but found {_describe(self.peek())}")
+
+    def accept(self, op: str) -> bool:
+        if self.is_op(op):
+            self.next()
+            return True
+        return False
+
+    def expect(self, op: str, what: str | None = None) -> None:
+        if not self.accept(op):
+            self.expected(what or f"'{op}'")
+
+    def ident(self, what: str) -> Token:
+        if self.peek().kind != "ident":
+            self.expected(what)
+        return self.next()
+
+    def end(self, what: str = "end of line") -> None:
+        if self.peek().kind != "eol":
+            self.expected(what)
+
+    def new_name(self, defined: dict[str, int], what: str) -> Token:
+        tok = self.ident(what)
+        if tok.value in defined:
+            self.fail(f"tensor '{tok.value}' is already defined on line {defined[tok.value]}", tok)
+        defined[tok.value] = tok.line
+        return tok
+
+    def labels(self, owner: str, *, bounds: bool = False, distinct: str | None = None,
+               bracketed: bool = True) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+        """``[a:3, b]`` after tensor `owner` (or the same without brackets): labels and declared
+        bounds; with `distinct` (a description of the owner) a repeated label is an error."""
+        close = "']'" if bracketed else "end of line"
+        if bracketed:
+            self.expect("[", f"'[' after '{owner}'")
+        labels: list[str] = []
+        sizes: list[int | None] = []
+        done = self.accept("]") if bracketed else self.peek().kind == "eol"
+        while not done:
+            tok = self.ident("a label")
+            if distinct and tok.value in labels:
+                self.fail(f"label '{tok.value}' repeats in {distinct}; expected distinct labels", tok)
+            size = None
+            if bounds and self.accept(":"):
+                num = self.peek()
+                if num.kind != "num" or not num.text.isdigit() or int(num.text) == 0:
+                    self.expected(f"a positive integer bound for label '{tok.value}'")
+                size = int(self.next().text)
+            labels.append(tok.value)
+            sizes.append(size)
+            done = self.accept("]") if bracketed else self.peek().kind == "eol"
+            if not done:
+                colon = "':', " if bounds and size is None else ""
+                self.expect(",", f"{colon}',' or {close}")
+        return tuple(labels), tuple(sizes)
+
+    def sql_name(self, what: str) -> str:
+        tok = self.peek()
+        if tok.kind not in ("ident", "qident") or not tok.value:
+            self.expected(what)
+        return self.next().value
+
+    def table_source(self, tensor: str, n_labels: int) -> TableSource:
+        tok = self.peek()
+        table = self.sql_name("a table name")
+        self.expect("(", "'(' after the table name")
+        columns: list[str] = []
+        while not self.accept(")"):
+            if columns:
+                self.expect(",", "',' or ')'")
+            columns.append(self.sql_name("a column name"))
+        if len(columns) not in (n_labels, n_labels + 1):
+            self.fail(f"expected {n_labels} key columns (one per label of {tensor}) and an optional "
+                      f"value column but found {len(columns)} columns in table {tok.text}", tok)
+        value = columns[n_labels] if len(columns) > n_labels else None
+        return TableSource(table, tuple(columns[:n_labels]), value)
+
+    def input_decl(self, defined: dict[str, int]) -> InputDecl:
+        tok = self.new_name(defined, "an input name")
+        name = tok.value
+        labels, bounds = self.labels(name, bounds=True, distinct=f"the declaration of input {name}")
+        source = None
+        if self.peek().kind == "ident" and self.peek().value == "from":
+            self.next()
+            source = self.table_source(name, len(labels))
+        self.end("'from' or end of line")
+        return InputDecl(name, labels, bounds, source, tok.line)
+
+    def output_names(self) -> list[Token]:
+        names = [self.ident("a tensor name")]
+        while self.accept(","):
+            names.append(self.ident("a tensor name"))
+        self.end("',' or end of line")
+        return names
+
+    def target(self, defined: dict[str, int] | None = None) -> tuple[str, tuple[str, ...]]:
+        tok = self.new_name(defined, "a tensor name") if defined is not None else self.ident("a tensor name")
+        labels, _ = self.labels(tok.value, distinct=f"the left-hand side of {tok.value}")
+        return tok.value, labels
+
+    def rhs(self) -> tuple[str, Expr]:
+        tok = self.peek()
+        if tok.kind == "ident" and tok.value in AGGREGATES and self.is_op("(", 1):
+            self.next(), self.next()
+            expr = self.expr()
+            self.expect(")")
+            if self.peek().kind != "eol":
+                self.fail(f"aggregate '{tok.value}' must be the outermost call of the right-hand side, "
+                          f"but found {_describe(self.peek())} after its closing ')'", tok)
+            return tok.value, expr
+        expr = self.expr()
+        self.end("an operator or end of line")
+        return "sum", expr
+
+    def expr(self) -> Expr:
+        left = self.term()
+        while self.is_op("+") or self.is_op("-"):
+            left = Binary(self.next().text, left, self.term())
+        return left
+
+    def term(self) -> Expr:
+        left = self.unary()
+        while self.is_op("*") or self.is_op("/"):
+            left = Binary(self.next().text, left, self.unary())
+        return left
+
+    def unary(self) -> Expr:
+        if self.accept("-"):
+            arg = self.unary()
+            return Const(-arg.value) if isinstance(arg, Const) else Unary("neg", arg)
+        return self.primary()
+
+    def primary(self) -> Expr:
+        tok = self.peek()
+        if tok.kind == "num":
+            return Const(float(self.next().text))
+        if self.accept("("):
+            expr = self.expr()
+            self.expect(")")
+            return expr
+        if tok.kind != "ident":
+            self.expected("a number, a tensor reference, a function call or '('")
+        if self.is_op("(", 1):
+            if tok.value in AGGREGATES:
+                self.fail(f"aggregate '{tok.value}' is only allowed as the outermost call of the "
+                          f"right-hand side", tok)
+            if tok.value not in UNARY_FUNCTIONS:
+                self.fail(f"expected a function ({', '.join(UNARY_FUNCTIONS)}) but found unknown "
+                          f"function '{tok.value}'", tok)
+            self.next(), self.next()
+            arg = self.expr()
+            self.expect(")")
+            return Unary(tok.value, arg)
+        self.next()
+        labels, _ = self.labels(tok.value)
+        return Ref(tok.value, labels, tok.line, tok.column)
+
+
+def parse_program(text: str, source: str | None = None, *, validate: bool = True) -> Program:
+    """Parse ``.se`` text; with `validate` (the default) also run `validate_program`."""
+    program = Program(source=source)
+    defined: dict[str, int] = {}
+    outputs: list[Token] = []
+    for number, raw in enumerate(text.split("\n"), 1):
+        tokens, code = tokenize_line(raw, number, source)
+        p = _LineParser(tokens, source)
+        first = p.peek()
+        if first.kind == "eol":
+            continue
+        if first.kind == "ident" and first.value in ("input", "output") and not p.is_op("[", 1):
+            p.next()
+            if first.value == "output":
+                outputs += p.output_names()
+            else:
+                decl = p.input_decl(defined)
+                program.inputs[decl.name] = decl
+            continue
+        if first.kind != "ident":
+            p.expected("'input', 'output' or a statement")
+        name, labels = p.target(defined)
+        p.expect("=")
+        agg, expr = p.rhs()
+        program.statements.append(Statement(name, labels, expr, agg, number, code))
+    for tok in outputs:
+        if tok.value not in defined:
+            raise ProgramError(f"expected a declared input or defined tensor in 'output' but found "
+                               f"unknown tensor '{tok.value}'", source=source, line=tok.line,
+                               column=tok.column)
+        if tok.value not in program.outputs:
+            program.outputs.append(tok.value)
+    if not program.outputs:
+        if not program.statements:
+            raise ProgramError("expected at least one statement or an 'output' line but found none",
+                               source=source)
+        program.outputs.append(program.statements[-1].out)
+    if validate:
+        from sparse_einsum.program.validate import validate_program
+        validate_program(program)
+    return program
+
+
+def _fragment(text: str, source: str | None) -> _LineParser:
+    if "\n" in text:
+        raise ProgramError("expected a single line but found a line break", source=source)
+    return _LineParser(tokenize_line(text, 1, source)[0], source)
+
+
+def parse_labels(text: str, owner: str, *, bounds: bool = False, distinct: str | None = None,
+                 source: str | None = None) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """``"i:2708, j"`` (no brackets) -> labels and declared bounds."""
+    return _fragment(text, source).labels(owner, bounds=bounds, distinct=distinct, bracketed=False)
+
+
+def parse_target(text: str, source: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """A left-hand side ``"AH[i,f]"`` -> (name, labels)."""
+    p = _fragment(text, source)
+    target = p.target()
+    p.end()
+    return target
+
+
+def parse_rhs(text: str, source: str | None = None) -> tuple[str, Expr]:
+    """A right-hand side ``"max(A[i,j] * 2)"`` -> (aggregate, expression)."""
+    p = _fragment(text, source)
+    if p.peek().kind == "eol":
+        p.expected("an expression")
+    return p.rhs()

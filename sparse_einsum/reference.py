@@ -1,0 +1,64 @@
+"""The NumPy reference evaluator: runs a Program directly on dense arrays.
+
+It is the oracle of every differential test: it follows the statement text, not
+the lowered DAG, so it also checks the lowering.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels.numpy_kernels import BINARY, REDUCE, unary_function
+from .program.model import Binary, Const, Expr, Program, Ref, Unary
+
+_OPS = {"*": "mul", "+": "add", "-": "sub", "/": "div"}
+
+
+def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]:
+    """Every tensor of the program (inputs and statement results) as a dense array."""
+    env = {name: _dense(data[name]) for name in program.inputs}
+    with np.errstate(all="ignore"):
+        for st in program.statements:
+            value, labels = _eval(st.expr, env)
+            agg_axes = tuple(k for k, l in enumerate(labels) if l not in st.out_labels)
+            if agg_axes:
+                value = REDUCE[st.agg](value, axis=agg_axes)
+            kept = [l for l in labels if l in st.out_labels]
+            env[st.out] = np.ascontiguousarray(
+                np.transpose(value, [kept.index(l) for l in st.out_labels]))
+    return env
+
+
+def _dense(x: object) -> np.ndarray:
+    if sp.issparse(x):
+        return np.asarray(x.toarray(), dtype=np.float64)
+    return np.asarray(x, dtype=np.float64)
+
+
+def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, list[str]]:
+    """Value of an expression and its labels (one axis per label, broadcastable)."""
+    if isinstance(expr, Const):
+        return expr.value, []
+    if isinstance(expr, Ref):
+        labels = list(dict.fromkeys(expr.labels))
+        value = np.einsum(env[expr.name], [labels.index(l) for l in expr.labels],
+                          list(range(len(labels))))
+        return value, labels
+    if isinstance(expr, Unary):
+        value, labels = _eval(expr.arg, env)
+        return unary_function(expr.fn)(value), labels
+    assert isinstance(expr, Binary)
+    (a, la), (b, lb) = _eval(expr.left, env), _eval(expr.right, env)
+    labels = list(dict.fromkeys(la + lb))
+    return BINARY[_OPS[expr.op]](_align(a, la, labels), _align(b, lb, labels)), labels
+
+
+def _align(value, labels: list[str], target: list[str]):
+    """Transpose and expand `value` so that its axes follow `target`."""
+    if not labels:
+        return value
+    order = sorted(range(len(labels)), key=lambda k: target.index(labels[k]))
+    value = np.transpose(value, order)
+    present = [labels[k] for k in order]
+    shape = [value.shape[present.index(l)] if l in present else 1 for l in target]
+    return value.reshape(shape)

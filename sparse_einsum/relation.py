@@ -1,0 +1,71 @@
+"""Tensor relations: a tensor decomposed by a set of promoted axes, and back.
+
+A relation has one integer key column per promoted axis (ascending axis order)
+and a value column holding the dense sub-tensor over the demoted axes, flattened
+row-major (a scalar when nothing is demoted). All-zero sub-tensors are not stored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class Relation:
+    keys: list[np.ndarray]      # one int64 array per promoted axis
+    values: np.ndarray          # (tuples, sub_size), or (tuples,) when nothing is demoted
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+
+def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray,
+              promoted: tuple[int, ...]) -> Relation:
+    """Split `tensor` by the promoted axes (ascending) into a relation."""
+    promoted = tuple(sorted(promoted))
+    if sp.issparse(tensor):
+        return _decompose_sparse(tensor, promoted)
+    array = np.asarray(tensor, dtype=np.float64)
+    demoted = [a for a in range(array.ndim) if a not in promoted]
+    n_keys = prod(array.shape[a] for a in promoted)
+    blocks = np.transpose(array, list(promoted) + demoted).reshape(n_keys, -1)
+    nonzero = np.flatnonzero(np.any(blocks != 0, axis=1))
+    keys = np.unravel_index(nonzero, [array.shape[a] for a in promoted]) if promoted else ()
+    values = blocks[nonzero]
+    return Relation([np.asarray(k, dtype=np.int64) for k in keys],
+                    values if demoted else values[:, 0])
+
+
+def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Relation:
+    if matrix.ndim != 2:
+        raise ValueError("scipy.sparse inputs must be matrices")
+    if promoted == (0, 1):
+        coo = sp.coo_matrix(matrix)
+        coo.sum_duplicates()
+        keep = coo.data != 0
+        return Relation([coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)],
+                        coo.data[keep].astype(np.float64))
+    if promoted == ():
+        return decompose(matrix.toarray(), ())
+    major = sp.csr_matrix(matrix) if promoted == (0,) else sp.csc_matrix(matrix)
+    major.eliminate_zeros()
+    rows = np.flatnonzero(np.diff(major.indptr))
+    picked = major[rows] if promoted == (0,) else major[:, rows].T
+    return Relation([rows.astype(np.int64)], np.asarray(picked.toarray(), dtype=np.float64))
+
+
+def compose(relation: Relation, shape: tuple[int, ...], promoted: tuple[int, ...]) -> np.ndarray:
+    """The dense tensor a relation stands for (missing tuples are zeros)."""
+    promoted = tuple(sorted(promoted))
+    demoted = [a for a in range(len(shape)) if a not in promoted]
+    key_shape = [shape[a] for a in promoted]
+    blocks = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)))
+    if len(relation):
+        index = np.ravel_multi_index(relation.keys, key_shape) if promoted else np.zeros(
+            len(relation), dtype=np.int64)
+        blocks[index] = np.asarray(relation.values, dtype=np.float64).reshape(len(relation), -1)
+    arranged = blocks.reshape(key_shape + [shape[a] for a in demoted])
+    return np.ascontiguousarray(np.transpose(arranged, np.argsort(list(promoted) + demoted)))

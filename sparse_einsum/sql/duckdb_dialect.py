@@ -1,0 +1,50 @@
+"""DuckDB SQL: NumPy kernels registered as arrow UDFs, wide SUM for small vectors."""
+from __future__ import annotations
+
+from ..kernels.spec import GatherSpec, KernelSpec
+from .compiler import Dialect, StepBuilder
+from .relations import RelInfo
+
+# up to this many elements, list aggregates use one SQL aggregate per element
+WIDE_AGGREGATE_LIMIT = 256
+
+
+class DuckDBDialect(Dialect):
+    name = "duckdb"
+
+    def range_from(self, n: int, column: str) -> str:
+        return f"range({int(n)}) AS r_{column}({column})"
+
+    def zero(self, size: int | None) -> str:
+        if size is None:
+            return "CAST(0.0 AS DOUBLE)"
+        return f"list_resize(CAST([] AS DOUBLE[]), {int(size)}, CAST(0.0 AS DOUBLE))"
+
+    def broadcast_constants(self) -> bool:
+        return True
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: RelInfo | None = None) -> str:
+        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
+        return f"{name}({', '.join(args)})"
+
+    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
+                  count: str | None, expected: int) -> str:
+        if size > WIDE_AGGREGATE_LIMIT:
+            name = step.use("aggregate", None, (True,), True, agg=agg, size=expected)
+            return f"{name}(list({value}), {count or '0'})"
+        wide = "list_value(" + ", ".join(f"{agg}({value}[{k + 1}])" for k in range(size)) + ")"
+        if count is None:
+            return wide
+        fn = "greatest" if agg == "max" else "least"
+        return (f"CASE WHEN {count} < {expected} THEN "
+                f"list_transform({wide}, lambda x: {fn}(x, 0.0)) ELSE {wide} END")
+
+    def take(self, step: StepBuilder, spec: GatherSpec, value: str, position: str) -> str:
+        name = step.use("take", spec, (True, False), True)
+        return f"{name}({value}, {position})"
+
+    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
+              value_is_list: bool) -> str:
+        name = step.use("stack", spec, (value_is_list,), True)
+        return f"{name}(list({{'p': {position}, 'v': {value}}}))"
