@@ -24,8 +24,7 @@ def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]
             if agg_axes:
                 value = REDUCE[st.agg](value, axis=agg_axes)
             kept = [l for l in labels if l in st.out_labels]
-            env[st.out] = np.ascontiguousarray(
-                np.transpose(value, [kept.index(l) for l in st.out_labels]))
+            env[st.out] = np.array(np.transpose(value, [kept.index(l) for l in st.out_labels]))
     return env
 
 

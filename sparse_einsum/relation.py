@@ -68,4 +68,4 @@ def compose(relation: Relation, shape: tuple[int, ...], promoted: tuple[int, ...
             len(relation), dtype=np.int64)
         blocks[index] = np.asarray(relation.values, dtype=np.float64).reshape(len(relation), -1)
     arranged = blocks.reshape(key_shape + [shape[a] for a in demoted])
-    return np.ascontiguousarray(np.transpose(arranged, np.argsort(list(promoted) + demoted)))
+    return np.transpose(arranged, np.argsort(list(promoted) + demoted)).copy()

@@ -128,9 +128,8 @@ class DuckDBBackend:
         if use.kind == "take":
             return _take_udf(use.spec), [_LIST, sqltypes.BIGINT], _LIST
         if use.kind == "stack":
-            return _stack_udf(use.spec, use.args_are_lists[0]), [
-                sqltypes.DuckDBPyType(list[dict[str, int | (list[float] if use.args_are_lists[0]
-                                                            else float)]])], _LIST
+            item = duckdb.struct_type({"p": sqltypes.BIGINT, "v": _type(use.args_are_lists[0])})
+            return _stack_udf(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
         raise ValueError(use.kind)
 
     def _kernel_udf(self, use: KernelUse):

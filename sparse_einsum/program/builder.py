@@ -24,7 +24,7 @@ from sparse_einsum.program.validate import validate_program
 
 Operand = Union["Term", Ref, Const, Unary, Binary, float, int]
 Labels = Union[str, Sequence[str]]
-TableSpec = Union[TableSource, tuple]
+TableSpec = Union[TableSource, tuple[str, Sequence[str]], tuple[str, Sequence[str], Union[str, None]]]
 
 
 class Term:

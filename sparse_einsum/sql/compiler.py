@@ -153,7 +153,7 @@ class Compiler:
         aliases = [f"u{k}" for k in range(len(inputs))]
         constant = None
         if (d.broadcast_constants() and v.is_binary and v.op == "mul"
-                and not inputs[1].axes and inputs[0].axes):
+                and not inputs[1].axes and inputs[0].axes and not inputs[1].is_scalar):
             constant = inputs[1]
         joined = inputs if constant is None else inputs[:1]
 

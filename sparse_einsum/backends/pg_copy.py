@@ -1,0 +1,190 @@
+"""Binary COPY between NumPy arrays and PostgreSQL, built and parsed without per-row Python.
+
+Each row is one NumPy structured record laid out exactly as PostgreSQL's binary COPY
+row (big-endian): field count, then per field its length and bytes; a float8[] field
+is ``ndim, has_null, elemtype, (dim, lbound), (len 8, value) * width``. Every row has
+the same byte size (no NULLs, one array width), so a whole chunk is one record array.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sparse_einsum.errors import DataError
+
+_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
+_TRAILER = b"\xff\xff"
+_SCALARS = {16: "?", 20: ">i8", 21: ">i2", 23: ">i4", 700: ">f4", 701: ">f8"}   # oid -> dtype
+_ARRAYS = {1022: (701, ">f8"), 1021: (700, ">f4")}                              # float8[], float4[]
+_CHUNK_BYTES = 32 << 20
+
+
+def _array_fields(prefix: str, elem_oid: int, code: str, width: int) -> list:
+    """Record fields of one 1-D array value (ndim 0 when width is 0)."""
+    f = [(f"{prefix}len", ">i4"), (f"{prefix}ndim", ">i4"), (f"{prefix}null", ">i4"),
+         (f"{prefix}oid", ">i4")]
+    if width:
+        f += [(f"{prefix}dim", ">i4"), (f"{prefix}lb", ">i4"),
+              (f"{prefix}el", [("len", ">i4"), ("x", code)], (width,))]
+    return f
+
+
+def _fill_array(rec: np.ndarray, prefix: str, elem_oid: int, code: str, width: int,
+                values: np.ndarray | None) -> None:
+    item = np.dtype(code).itemsize
+    rec[f"{prefix}len"] = 12 + (8 + (4 + item) * width if width else 0)
+    rec[f"{prefix}ndim"] = 1 if width else 0
+    rec[f"{prefix}null"] = 0
+    rec[f"{prefix}oid"] = elem_oid
+    if width:
+        rec[f"{prefix}dim"] = width
+        rec[f"{prefix}lb"] = 1
+        rec[f"{prefix}el"]["len"] = item
+        if values is not None:
+            rec[f"{prefix}el"]["x"] = values
+
+
+def _check_fits(name: str, arr: np.ndarray, code: str) -> np.ndarray:
+    target = np.dtype(code)
+    if target.kind == "i" and arr.dtype.kind in "iu" and arr.size:
+        info = np.iinfo(target)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise DataError(f"copy_in_arrays: column {name} has values outside {target.name}")
+    return arr
+
+
+def copy_in_arrays(conn, table: str, key_columns: dict[str, np.ndarray],
+                   values: np.ndarray | None, *, value_column: str = "val") -> int:
+    """COPY key columns and values (2-D rows x width into a float8[] column, or 1-D into a
+    scalar column) into an existing table by binary COPY. Returns the row count."""
+    from psycopg import sql
+
+    names = list(key_columns) + ([value_column] if values is not None else [])
+    if not names:
+        raise DataError("copy_in_arrays: no columns given")
+    cols = [np.asarray(key_columns[k]) for k in key_columns]
+    vals = None if values is None else np.asarray(values)
+    n = len(cols[0]) if cols else len(vals)
+    for name, c in zip(names, cols + ([vals] if vals is not None else [])):
+        if c.ndim < 1 or len(c) != n:
+            raise DataError(f"copy_in_arrays: column {name} has {len(c)} rows, expected {n}")
+    qualified = conn.execute("SELECT %s::regclass::text", (table,)).fetchone()[0]
+    types = dict(conn.execute(
+        "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass "
+        "AND attnum > 0 AND NOT attisdropped", (table,)).fetchall())
+    fields: list = [("n", ">i2")]
+    for i, name in enumerate(key_columns):
+        oid = types.get(name)
+        if oid not in _SCALARS:
+            raise DataError(f"copy_in_arrays: column {name} of {table} is missing or of an "
+                            f"unsupported type (oid {oid})")
+        fields += [(f"l{i}", ">i4"), (f"k{i}", _SCALARS[oid])]
+    width = 0
+    if vals is not None:
+        oid = types.get(value_column)
+        if vals.ndim == 2 and oid in _ARRAYS:
+            width = vals.shape[1]
+            fields += _array_fields("v", *_ARRAYS[oid], width)
+        elif vals.ndim == 1 and oid in _SCALARS:
+            fields += [("vlen", ">i4"), ("v", _SCALARS[oid])]
+        else:
+            raise DataError(f"copy_in_arrays: {vals.ndim}-D values do not fit column "
+                            f"{value_column} of {table} (type oid {oid})")
+    dtype = np.dtype(fields)
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.SQL(qualified), sql.SQL(", ").join(map(sql.Identifier, names)))
+    step = max(1, _CHUNK_BYTES // dtype.itemsize)
+    with conn.cursor() as cur, cur.copy(stmt) as copy:
+        copy.write(_HEADER)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            rec = np.empty(hi - lo, dtype)
+            rec["n"] = len(names)
+            for i, c in enumerate(cols):
+                code = dtype[f"k{i}"]
+                rec[f"l{i}"] = code.itemsize
+                rec[f"k{i}"] = _check_fits(names[i], c[lo:hi], code.str)
+            if vals is not None and vals.ndim == 2:
+                _fill_array(rec, "v", _ARRAYS[types[value_column]][0],
+                            _ARRAYS[types[value_column]][1], width, vals[lo:hi])
+            elif vals is not None:
+                rec["vlen"] = dtype["v"].itemsize
+                rec["v"] = vals[lo:hi]
+            copy.write(memoryview(rec.view(np.uint8)))
+        copy.write(_TRAILER)
+    return n
+
+
+def _layout(buf: memoryview, pos: int, oids: list[int], names: list[str]) -> list:
+    """Record fields of the row starting at pos, read from that row's headers."""
+    def i32(p: int) -> int:
+        return int.from_bytes(buf[p:p + 4], "big", signed=True)
+
+    fields: list = [("n", ">i2")]
+    p = pos + 2
+    for j, (oid, name) in enumerate(zip(oids, names)):
+        length = i32(p)
+        if length < 0:
+            raise DataError(f"copy_out_arrays: column {name} is NULL")
+        if oid in _SCALARS:
+            fields += [(f"l{j}", ">i4"), (f"c{j}", _SCALARS[oid])]
+        elif oid in _ARRAYS:
+            ndim = i32(p + 4)
+            if ndim > 1:
+                raise DataError(f"copy_out_arrays: column {name} has {ndim}-D arrays")
+            fields += _array_fields(f"a{j}", *_ARRAYS[oid], i32(p + 16) if ndim else 0)
+        else:
+            raise DataError(f"copy_out_arrays: column {name} has an unsupported type (oid {oid})")
+        p += 4 + length
+    return fields
+
+
+def copy_out_arrays(conn, query: str, *, values: bool = True
+                    ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """Run query through binary COPY; returns (key columns by name, values).
+
+    With values=True the last column holds the values (a float8[] column gives a 2-D
+    array rows x width, a scalar column a 1-D array); every other column is a key.
+    """
+    query = query.strip().rstrip(";")
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM ({query}) AS q LIMIT 0")
+        names = [d.name for d in cur.description]
+        oids = [d.type_code for d in cur.description]
+        buf = bytearray()
+        with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
+            for chunk in copy:
+                buf += chunk
+    mv = memoryview(buf)
+    start = 19 + int.from_bytes(mv[15:19], "big")
+    body = len(buf) - start - 2
+    nrows, rec = 0, None
+    if body > 0:
+        fields = _layout(mv, start, oids, names)
+        dtype = np.dtype(fields)
+        nrows, rest = divmod(body, dtype.itemsize)
+        rec = np.frombuffer(mv[start:start + nrows * dtype.itemsize], dtype) if not rest else None
+        checked = [f for f, _ in fields if not f.startswith("c") and not f.endswith("el")]
+        if rest or any(np.any(rec[f] != rec[0][f]) for f in checked) or any(
+                np.any(rec[f]["len"] != rec[0][f]["len"]) for f, _ in fields if f.endswith("el")):
+            raise DataError("copy_out_arrays: rows differ in layout (NULLs or arrays of "
+                            "different lengths)")
+    n_keys = len(names) - (1 if values else 0)
+    keys: dict[str, np.ndarray] = {}
+    out = None
+    for j, (name, oid) in enumerate(zip(names, oids)):
+        if oid in _SCALARS:
+            col = rec[f"c{j}"] if nrows else np.empty(0, _SCALARS[oid])
+            arr = col.astype(np.dtype(_SCALARS[oid]).newbyteorder("="))
+        elif oid in _ARRAYS:
+            code = np.dtype(_ARRAYS[oid][1]).newbyteorder("=")
+            has_el = nrows and f"a{j}el" in rec.dtype.names
+            arr = rec[f"a{j}el"]["x"].astype(code) if has_el else np.empty((nrows, 0), code)
+        else:
+            raise DataError(f"copy_out_arrays: column {name} has an unsupported type (oid {oid})")
+        if j < n_keys:
+            if arr.ndim != 1:
+                raise DataError(f"copy_out_arrays: key column {name} must be a scalar")
+            keys[name] = arr
+        else:
+            out = arr
+    return keys, out

@@ -1,0 +1,143 @@
+"""Build, install and check the PostgreSQL C extension ``sparse_einsum_kernels``.
+
+The sources live in ``udf_kernels/postgres`` at the repository root. Building needs
+a C compiler, ``make`` and the server headers of the same major version as the
+server (Debian: ``postgresql-server-dev-15``); installing needs write access to the
+server's lib and extension directories, so it must run on the server's machine.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from glob import glob
+from pathlib import Path
+
+from sparse_einsum.errors import BackendError
+
+KERNELS_VERSION = "1.0"
+EXTENSION = "sparse_einsum_kernels"
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels" / "postgres"
+_INSTALL_HINT = "run sparse-einsum install-kernels --dsn DSN (as a user that may write the PostgreSQL lib dir)"
+
+
+def _connect(dsn: str):
+    import psycopg
+
+    try:
+        return psycopg.connect(dsn, autocommit=True)
+    except psycopg.Error as e:
+        raise BackendError(f"cannot connect to PostgreSQL ({dsn!r}): {e}".strip()) from e
+
+
+def _pg_config(major: int) -> str:
+    """The pg_config of the server's major version, or a BackendError saying what to install."""
+    candidates = [f"/usr/lib/postgresql/{major}/bin/pg_config", shutil.which("pg_config") or ""]
+    candidates += sorted(glob("/usr/lib/postgresql/*/bin/pg_config"))
+    found = []
+    for path in dict.fromkeys(c for c in candidates if c and os.access(c, os.X_OK)):
+        out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+        found.append(f"{path} ({out.strip()})")
+        if out.split()[1:2] and out.split()[1].split(".")[0] == str(major):
+            return path
+    if not found:
+        raise BackendError(f"no pg_config found: install postgresql-server-dev-{major} "
+                           f"(the PostgreSQL {major} server headers and PGXS)")
+    raise BackendError(f"no pg_config for PostgreSQL {major} (found {', '.join(found)}): "
+                       f"install postgresql-server-dev-{major}")
+
+
+def _config(pg_config: str, key: str) -> str:
+    return subprocess.run([pg_config, f"--{key}"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _check_tools(pg_config: str, major: int) -> None:
+    """Raise BackendError naming the first missing build or install prerequisite."""
+    cc = shlex.split(_config(pg_config, "cc") or "cc")[0]
+    if not shutil.which(cc):
+        raise BackendError(f"no C compiler: {cc!r} (from pg_config --cc) is not on PATH; "
+                           "install gcc (apt-get install gcc)")
+    if not shutil.which("make"):
+        raise BackendError("no make: install make (apt-get install make)")
+    include = Path(_config(pg_config, "includedir-server"))
+    pgxs = Path(_config(pg_config, "pgxs"))
+    if not (include / "postgres.h").exists() or not pgxs.exists():
+        raise BackendError(f"no PostgreSQL server headers ({include}/postgres.h or {pgxs} missing): "
+                           f"install postgresql-server-dev-{major}")
+    for d in (Path(_config(pg_config, "pkglibdir")),
+              Path(_config(pg_config, "sharedir")) / "extension"):
+        if not os.access(d, os.W_OK):
+            raise BackendError(f"no permission to write {d}: install the kernels as root "
+                               "or as a user that owns the PostgreSQL installation")
+
+
+def _build(source: Path, pg_config: str) -> None:
+    """make + make install in a scratch copy of source (keeps the source tree clean)."""
+    if not (source / "Makefile").exists():
+        raise BackendError(f"no extension sources in {source}")
+    with tempfile.TemporaryDirectory(prefix="se-kernels-") as tmp:
+        work = Path(tmp) / "postgres"
+        shutil.copytree(source, work, ignore=shutil.ignore_patterns("*.o", "*.so", "*.bc"))
+        for target in ([], ["install"]):
+            r = subprocess.run(["make", "-C", str(work), f"PG_CONFIG={pg_config}", *target],
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise BackendError(f"make {' '.join(target)} failed in {work}:\n"
+                                   f"{(r.stdout + r.stderr)[-3000:]}")
+
+
+def install_kernels(dsn: str, *, build_dir: str | None = None) -> str:
+    """Build and install the extension for the server at dsn and create it there.
+
+    build_dir overrides the extension source directory. Returns the installed version.
+    """
+    import psycopg
+    from psycopg import sql
+
+    with _connect(dsn) as conn:
+        major = conn.info.server_version // 10000
+    pg_config = _pg_config(major)
+    _check_tools(pg_config, major)
+    _build(Path(build_dir) if build_dir else SOURCE_DIR, pg_config)
+    with _connect(dsn) as conn:          # a new session loads the new library
+        try:
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",
+                               (EXTENSION,)).fetchone()
+            if row is None:
+                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(
+                    sql.Identifier(EXTENSION)))
+            elif row[0] != KERNELS_VERSION:
+                conn.execute(sql.SQL("ALTER EXTENSION {} UPDATE TO {}").format(
+                    sql.Identifier(EXTENSION), sql.Literal(KERNELS_VERSION)))
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise BackendError(f"CREATE EXTENSION {EXTENSION} needs a superuser role: {e}") from e
+        except psycopg.errors.UndefinedFile as e:
+            raise BackendError(f"the server does not see the installed extension files (is it "
+                               f"PostgreSQL {major} on this machine?): {e}") from e
+        except psycopg.Error as e:
+            raise BackendError(f"installing {EXTENSION} failed: {e} (an old version without an "
+                               f"update path: DROP EXTENSION {EXTENSION} CASCADE, then retry)") from e
+    with _connect(dsn) as conn:
+        check_kernels(conn)
+        return conn.execute("SELECT se_kernels_version()").fetchone()[0]
+
+
+def check_kernels(conn) -> None:
+    """Raise BackendError unless the extension of version KERNELS_VERSION is usable on conn."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",
+                               (EXTENSION,)).fetchone()
+            if row is None:
+                raise BackendError(f"kernels not installed: {_INSTALL_HINT}")
+            lib = conn.execute("SELECT se_kernels_version()").fetchone()[0]
+    except psycopg.Error as e:
+        raise BackendError(f"kernels installed but not loadable ({e}): {_INSTALL_HINT}") from e
+    if row[0] != KERNELS_VERSION or lib != KERNELS_VERSION:
+        raise BackendError(f"kernels version {row[0]} (library {lib}) installed, "
+                           f"{KERNELS_VERSION} needed: {_INSTALL_HINT}")

@@ -1,0 +1,369 @@
+"""The PostgreSQL C kernels (udf_kernels/postgres) against a NumPy reading of the spec texts,
+plus the binary COPY helpers."""
+from __future__ import annotations
+
+import os
+import sys
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays  # noqa: E402
+from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels  # noqa: E402
+from sparse_einsum.errors import BackendError  # noqa: E402
+from sparse_einsum.kernels.spec import KernelSpec  # noqa: E402
+from tests.pg_server import pg_dsn  # noqa: E402,F401
+
+psycopg = pytest.importorskip("psycopg")
+RTOL = ATOL = 1e-12
+
+# ---------------------------------------------------------------- NumPy reference of the spec text
+
+_UNARY = {"id": lambda x: x, "neg": np.negative, "relu": lambda x: np.maximum(x, 0.0),
+          "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+          "tanh": np.tanh, "abs": np.abs}
+_CONST = {"mulc": lambda x, c: x * c, "addc": lambda x, c: x + c, "subc": lambda x, c: x - c,
+          "rsubc": lambda x, c: c - x, "divc": lambda x, c: x / c, "rdivc": lambda x, c: c / x,
+          "maxc": np.maximum, "minc": np.minimum, "powc": np.power}
+_BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in s.split(",")) if s else ()
+
+
+def ref_kernel(spec: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate a KernelSpec text element by element."""
+    op, agg, n_out, dims, *strides = spec.split(";")
+    dims, n_out = _ints(dims), int(n_out)
+    strides = [np.array(_ints(s), dtype=np.int64) for s in strides]
+    name, _, c = op.partition(":")
+    if name in _BINARY:
+        f = _BINARY[name]
+    elif name in _CONST:
+        f = lambda x, _y: _CONST[name](x, float(c))  # noqa: E731
+    else:
+        f = lambda x, _y: _UNARY[name](x)  # noqa: E731
+    init = {"sum": 0.0, "max": -np.inf, "min": np.inf}[agg]
+    out = []
+    with np.errstate(all="ignore"):
+        for o in np.ndindex(*dims[:n_out]):
+            vals = []
+            for r in np.ndindex(*dims[n_out:]):
+                i = np.array(o + r, dtype=np.int64)
+                x = np.float64(a[i @ strides[0]]) if len(i) else np.float64(a[0])
+                y = (np.float64(b[i @ strides[1]]) if len(i) else np.float64(b[0])) if b is not None else None
+                vals.append(f(x, y))
+            if not vals:
+                out.append(init)
+            elif agg == "sum":
+                out.append(np.sum(vals))
+            else:
+                out.append(np.max(vals) if agg == "max" else np.min(vals))
+    return np.array(out, dtype=np.float64)
+
+
+def random_spec(rng: np.random.Generator, op: str, agg: str) -> tuple[str, list[int]]:
+    """A random einsum-like spec: each input takes some loop dims (repeats allowed) as axes."""
+    nd = int(rng.integers(1, 5))
+    dims = tuple(int(d) for d in rng.integers(1, 5, nd))
+    n_out = int(rng.integers(0, nd + 1))
+    strides, sizes = [], []
+    for _ in range(2 if op in _BINARY else 1):
+        axes = list(rng.choice(nd, int(rng.integers(0, nd + 2)), replace=True))
+        shape = [dims[t] for t in axes]
+        st = [0] * nd
+        for k, t in enumerate(axes):
+            st[t] += prod(shape[k + 1:])
+        strides.append(tuple(st))
+        sizes.append(prod(shape))
+    spec = KernelSpec(op, agg, dims, n_out, tuple(strides), tuple(sizes))
+    return spec.text, sizes
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def conn(pg_dsn):
+    try:
+        assert install_kernels(pg_dsn) == KERNELS_VERSION
+    except BackendError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install the kernels: {e}")
+        pytest.skip(f"cannot install the kernels: {e}")
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        yield c
+
+
+def _arr(v) -> list[float]:
+    return [float(x) for x in np.atleast_1d(v)]
+
+
+def kernel(conn, spec: str, a, b=None) -> np.ndarray:
+    if b is None:
+        row = conn.execute("SELECT se_kernel1(%s, %s::float8[])", (spec, _arr(a))).fetchone()
+    else:
+        row = conn.execute("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+                           (spec, _arr(a), _arr(b))).fetchone()
+    return np.array(row[0], dtype=np.float64)
+
+
+def check(conn, spec: str, a, b=None) -> None:
+    got, want = kernel(conn, spec, a, b), ref_kernel(spec, np.asarray(a, float),
+                                                     None if b is None else np.asarray(b, float))
+    assert got.shape == want.shape, spec
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=spec)
+
+
+# ---------------------------------------------------------------- kernels
+
+RNG = np.random.default_rng(7)
+M34, V4, M45 = RNG.normal(size=12), RNG.normal(size=4), RNG.normal(size=20)
+M64, V64 = RNG.normal(size=64 * 64), RNG.normal(size=64)
+
+HANDWRITTEN = [
+    ("mul;sum;1;3,4;4,1;0,1", M34, V4),                 # matrix-vector
+    ("mul;sum;2;3,5,4;4,0,1;0,1,5", M34, M45),          # matrix-matrix
+    ("mul;sum;1;64,64;64,1;0,1", M64, V64),             # long inner run
+    ("mul;sum;0;64;1;1", V64, V64),                     # dot product
+    ("mul;sum;2;3,4;1,0;0,1", M34[:3], V4),             # outer product
+    ("add;sum;2;3,4;4,1;0,1", M34, V4),                 # broadcast add
+    ("sub;sum;2;4,3;1,4;0,0", M34, [2.0]),              # transposed minus a scalar
+    ("div;sum;1;6;1;1", [0.0, 1.0, -1.0, 2.0, 0.0, np.nan], [0.0, 0.0, 0.0, 4.0, 3.0, 1.0]),
+    ("mul;max;1;3,4;4,1;0,1", M34, V4),
+    ("sub;min;1;4,3;1,4;0,1", M34, M34[:3]),
+    ("mul;sum;1;2,0;1,1;1,1", V4, V4),                  # empty reduction -> 0
+    ("mul;max;0;0;1;1", V4, V4),                        # empty reduction -> -inf
+]
+UNARY = [
+    ("id;sum;2;4,3;1,4", M34),                          # transpose
+    ("id;sum;1;4;5", RNG.normal(size=16)),              # diagonal
+    ("id;sum;0;4;5", RNG.normal(size=16)),              # trace
+    ("id;sum;0;;", [3.5]),                              # scalar
+    ("exp;max;1;3,4;4,1", M34),
+    ("tanh;min;0;3,4;4,1", M34),
+]
+
+
+@pytest.mark.parametrize("spec,a,b", HANDWRITTEN)
+def test_binary_kernels(conn, spec, a, b):
+    check(conn, spec, a, b)
+
+
+@pytest.mark.parametrize("spec,a", UNARY)
+def test_unary_kernels(conn, spec, a):
+    check(conn, spec, a)
+
+
+@pytest.mark.parametrize("fn", ["id", "neg", "relu", "exp", "log", "sqrt", "sigmoid", "tanh", "abs"])
+def test_every_unary_function(conn, fn):
+    x = [-2.0, -0.5, 0.0, 0.5, 3.0, np.inf, -np.inf, np.nan]
+    check(conn, f"{fn};sum;1;8;1", x)
+    check(conn, f"{fn};sum;0;4;1", [0.1, 0.2, 0.3, 0.4])
+
+
+@pytest.mark.parametrize("fn", ["mulc", "addc", "subc", "rsubc", "divc", "rdivc", "maxc", "minc", "powc"])
+@pytest.mark.parametrize("c", ["2.5", "-1e-3", "0"])
+def test_every_const_function(conn, fn, c):
+    x = [-2.0, -0.5, 0.0, 0.5, 3.0, np.inf, np.nan]
+    check(conn, f"{fn}:{c};sum;1;7;1", x)
+    check(conn, f"{fn}:{c};max;1;2,3;1,2", x[:6])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_specs(conn, seed):
+    rng = np.random.default_rng(seed)
+    op = ["mul", "add", "sub", "div", "exp", "abs", "mulc:1.5"][seed % 7]
+    spec, sizes = random_spec(rng, op, ["sum", "max", "min"][seed % 3])
+    args = [rng.normal(size=max(s, 1)) for s in sizes]
+    check(conn, spec, *args)
+
+
+def test_version_and_check(conn):
+    assert conn.execute("SELECT se_kernels_version()").fetchone()[0] == KERNELS_VERSION
+    check_kernels(conn)
+
+
+@pytest.mark.parametrize("sql,args,message", [
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+     ("mul;sum;1;3,4;4,1;0,1", [1.0] * 11, [1.0] * 4), "has 11 elements but spec"),
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+     ("mul;sum;1;3,4;4,1;0,1", [1.0] * 12, [1.0] * 3), "input b has 3 elements"),
+    ("SELECT se_kernel1(%s, %s::float8[])", ("id;sum;1;3;1", [1.0, None, 2.0]), "NULL elements"),
+    ("SELECT se_kernel1(%s, %s::float8[])", ("mul;sum;1;3;1", [1.0] * 3), "takes 2 input"),
+    ("SELECT se_kernel1(%s, %s::float8[])", ("foo;sum;1;3;1", [1.0] * 3), "unknown operator"),
+    ("SELECT se_kernel1(%s, %s::float8[])", ("id;sum;1;3,2;1", [1.0] * 3), "one stride per loop dim"),
+    ("SELECT se_kernel1(%s, %s::float8[])", ("powc;sum;1;3;1", [1.0] * 3), "needs a constant"),
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])", ("id;sum;1;3;1", [1.0] * 3, [1.0] * 3),
+     "is for 1 input"),
+])
+def test_errors(conn, sql, args, message):
+    with pytest.raises(psycopg.Error, match=message):
+        conn.execute(sql, args)
+
+
+def test_broadcast_argument_from_a_table(conn):
+    """A toasted weight matrix from a one-row table, cached across rows, gives right answers."""
+    rng = np.random.default_rng(1)
+    w, x = rng.normal(size=(64, 64)), rng.normal(size=(50, 64))
+    conn.execute("DROP TABLE IF EXISTS t_w, t_x")
+    conn.execute("CREATE TABLE t_w (m float8[])")
+    conn.execute("CREATE TABLE t_x (i int8, val float8[])")
+    copy_in_arrays(conn, "t_w", {}, w.reshape(1, -1), value_column="m")
+    copy_in_arrays(conn, "t_x", {"i": np.arange(50)}, x)
+    assert conn.execute("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class "
+                        "WHERE relname = 't_w'").fetchone()[0]       # m is stored out of line
+    for cache in ("on", "off"):
+        conn.execute(f"SET sparse_einsum_kernels.cache_broadcast = {cache}")
+        keys, got = copy_out_arrays(conn, "SELECT i, se_kernel2('mul;sum;1;64,64;64,1;0,1', m, val) "
+                                          "FROM t_x, t_w ORDER BY i")
+        np.testing.assert_allclose(got, x @ w.T, rtol=RTOL, atol=ATOL)
+    conn.execute("RESET sparse_einsum_kernels.cache_broadcast")
+
+
+# ---------------------------------------------------------------- aggregates
+
+PARALLEL = ("SET max_parallel_workers_per_gather = 2", "SET parallel_setup_cost = 0",
+            "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0")
+
+
+@pytest.fixture(scope="module")
+def agg_table(conn):
+    rng = np.random.default_rng(3)
+    n, w = 60000, 16
+    g, val = rng.integers(0, 5, n), rng.uniform(-1, 1, (n, w))
+    conn.execute("DROP TABLE IF EXISTS t_agg")
+    conn.execute("CREATE TABLE t_agg (g int4, val float8[])")
+    copy_in_arrays(conn, "t_agg", {"g": g}, val)
+    conn.execute("ANALYZE t_agg")
+    return g, val
+
+
+@pytest.mark.parametrize("agg,ref", [("se_vsum", np.sum), ("se_vmax", np.max), ("se_vmin", np.min)])
+def test_elementwise_aggregates_parallel(conn, agg_table, agg, ref):
+    g, val = agg_table
+    for s in PARALLEL:
+        conn.execute(s)
+    try:
+        for query, groups in [(f"SELECT g, {agg}(val) FROM t_agg GROUP BY g ORDER BY g", range(5)),
+                              (f"SELECT 0::int4, {agg}(val) FROM t_agg", [None])]:
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query))
+            assert "Partial" in plan and "Gather" in plan, plan
+            keys, got = copy_out_arrays(conn, query)
+            want = [ref(val if k is None else val[g == k], axis=0) for k in groups]
+            np.testing.assert_allclose(got, np.array(want), rtol=RTOL, atol=ATOL)
+    finally:
+        conn.execute("RESET ALL")
+
+
+def test_elementwise_aggregates_edge_cases(conn):
+    assert conn.execute("SELECT se_vsum(v) FROM (SELECT ARRAY[1.0]::float8[] v) t WHERE false"
+                        ).fetchone()[0] is None
+    assert conn.execute("SELECT se_vmax(v) FROM (VALUES (ARRAY[1.0, 5.0]::float8[]), (NULL), "
+                        "(ARRAY[3.0, 2.0])) t(v)").fetchone()[0] == [3.0, 5.0]
+    with pytest.raises(psycopg.Error, match="same length"):
+        conn.execute("SELECT se_vsum(v) FROM (VALUES (ARRAY[1.0, 2.0]::float8[]), "
+                     "(ARRAY[1.0, 2.0, 3.0])) t(v)")
+
+
+# ---------------------------------------------------------------- take / stack
+
+
+def test_take_stack_round_trip(conn):
+    big = np.arange(1.0, 25.0).reshape(4, 6)
+    big[2:4, 0:3] = 0.0                                  # position 2 is all zeros
+    spec = "24;2,2;12,3;2,3;6,1"                        # 2x2 blocks of 2x3
+    rows = conn.execute("SELECT p, se_take(%s, %s::float8[], p) FROM generate_series(0, 3) p",
+                        (spec, _arr(big.ravel()))).fetchall()
+    blocks = {p: big[2 * (p // 2):2 * (p // 2) + 2, 3 * (p % 2):3 * (p % 2) + 3].ravel() for p in range(4)}
+    for p, v in rows:
+        if p == 2:
+            assert v is None
+        else:
+            np.testing.assert_array_equal(v, blocks[p])
+    got = conn.execute("SELECT se_stack(%s, se_take(%s, %s::float8[], p), p) FROM generate_series(0, 3) p",
+                       (spec, spec, _arr(big.ravel()))).fetchone()[0]
+    np.testing.assert_array_equal(got, big.ravel())
+    with pytest.raises(psycopg.Error, match="out of range"):
+        conn.execute("SELECT se_take(%s, %s::float8[], 4)", (spec, _arr(big.ravel())))
+    with pytest.raises(psycopg.Error, match="SIZE 24"):
+        conn.execute("SELECT se_take(%s, %s::float8[], 0)", (spec, [1.0] * 23))
+
+
+def test_stack_parallel(conn):
+    rng = np.random.default_rng(5)
+    big = rng.normal(size=(3, 40, 40))                  # per group g, 8x8 blocks of 5x5
+    spec = "1600;8,8;200,5;5,5;40,1"
+    pos = np.arange(64)
+    blocks = big.reshape(3, 8, 5, 8, 5).transpose(0, 1, 3, 2, 4).reshape(3, 64, 25)
+    conn.execute("DROP TABLE IF EXISTS t_blocks")
+    conn.execute("CREATE TABLE t_blocks (g int4, p int8, val float8[])")
+    reps = 300                                          # repeated rows: enough pages for workers
+    copy_in_arrays(conn, "t_blocks", {"g": np.repeat(np.arange(3), 64 * reps),
+                                      "p": np.tile(np.repeat(pos, reps), 3)},
+                   np.repeat(blocks.reshape(-1, 25), reps, axis=0))
+    conn.execute("ANALYZE t_blocks")
+    for s in PARALLEL:
+        conn.execute(s)
+    try:
+        query = f"SELECT g, se_stack('{spec}', val, p) FROM t_blocks GROUP BY g ORDER BY g"
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query))
+        assert "Partial" in plan, plan
+        _, got = copy_out_arrays(conn, query)
+        np.testing.assert_array_equal(got, big.reshape(3, -1))
+    finally:
+        conn.execute("RESET ALL")
+
+
+# ---------------------------------------------------------------- binary COPY
+
+
+@pytest.mark.parametrize("width", [1, 2, 7, 64, 300])
+def test_copy_round_trip_arrays(conn, width):
+    rng = np.random.default_rng(width)
+    n = 1000
+    i, j, val = rng.integers(-2**40, 2**40, n), rng.integers(-1000, 1000, n).astype(np.int32), \
+        rng.normal(size=(n, width))
+    val[0, 0] = np.nan
+    conn.execute("DROP TABLE IF EXISTS t_copy")
+    conn.execute("CREATE TABLE t_copy (i int8, j int4, val float8[])")
+    assert copy_in_arrays(conn, "t_copy", {"i": i, "j": j}, val) == n
+    assert conn.execute("SELECT count(*), sum(array_length(val, 1)) FROM t_copy").fetchone() == (n, n * width)
+    keys, got = copy_out_arrays(conn, "SELECT i, j, val FROM t_copy ORDER BY i")
+    order = np.argsort(i, kind="stable")
+    np.testing.assert_array_equal(keys["i"], i[order])
+    np.testing.assert_array_equal(keys["j"], j[order])
+    np.testing.assert_array_equal(got, val[order])
+    assert got.dtype == np.float64 and keys["j"].dtype == np.int32
+
+
+def test_copy_round_trip_scalars(conn):
+    rng = np.random.default_rng(11)
+    n = 5000
+    i, v = np.arange(n), rng.normal(size=n)
+    conn.execute("DROP TABLE IF EXISTS t_sc")
+    conn.execute("CREATE TABLE t_sc (i int8, v float8)")
+    copy_in_arrays(conn, "t_sc", {"i": i}, v, value_column="v")
+    assert abs(conn.execute("SELECT sum(v) FROM t_sc").fetchone()[0] - v.sum()) < 1e-9
+    keys, got = copy_out_arrays(conn, "SELECT i, v FROM t_sc ORDER BY i")
+    np.testing.assert_array_equal(keys["i"], i)
+    np.testing.assert_array_equal(got, v)
+    keys, none = copy_out_arrays(conn, "SELECT i FROM t_sc WHERE i < 3 ORDER BY i", values=False)
+    assert none is None and keys["i"].tolist() == [0, 1, 2]
+    keys, empty = copy_out_arrays(conn, "SELECT i, v FROM t_sc WHERE false")
+    assert keys["i"].shape == (0,) and empty.shape == (0,)
+
+
+def test_copy_errors(conn):
+    conn.execute("DROP TABLE IF EXISTS t_sc2")
+    conn.execute("CREATE TABLE t_sc2 (i int4, val float8[])")
+    from sparse_einsum.errors import DataError
+    with pytest.raises(DataError, match="outside"):
+        copy_in_arrays(conn, "t_sc2", {"i": np.array([2**40])}, np.zeros((1, 2)))
+    with pytest.raises(DataError, match="differ in layout"):
+        copy_out_arrays(conn, "SELECT 1::int4, ARRAY[1.0]::float8[] UNION ALL SELECT 2, ARRAY[1.0, 2.0]::float8[]")
