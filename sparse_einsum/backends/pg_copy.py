@@ -163,9 +163,10 @@ def copy_out_arrays(conn, query: str, *, values: bool = True
         dtype = np.dtype(fields)
         nrows, rest = divmod(body, dtype.itemsize)
         rec = np.frombuffer(mv[start:start + nrows * dtype.itemsize], dtype) if not rest else None
-        checked = [f for f, _ in fields if not f.startswith("c") and not f.endswith("el")]
+        fnames = [f[0] for f in fields]
+        checked = [f for f in fnames if not f.startswith("c") and not f.endswith("el")]
         if rest or any(np.any(rec[f] != rec[0][f]) for f in checked) or any(
-                np.any(rec[f]["len"] != rec[0][f]["len"]) for f, _ in fields if f.endswith("el")):
+                np.any(rec[f]["len"] != rec[0][f]["len"]) for f in fnames if f.endswith("el")):
             raise DataError("copy_out_arrays: rows differ in layout (NULLs or arrays of "
                             "different lengths)")
     n_keys = len(names) - (1 if values else 0)

@@ -1,0 +1,377 @@
+"""The ``sparse-einsum`` command line: run, explain and compile EinSum programs.
+
+Exit codes: 0 success; 2 bad input (a program, data, plan or option the user gave: one line
+``sparse-einsum: error: ...`` on stderr); 1 an unexpected failure of the database or the
+library (one line ``sparse-einsum: failed: Type: message``; ``--debug`` shows the traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Callable, NoReturn, Sequence
+
+import numpy as np
+
+from .errors import DataError, SparseEinsumError
+
+PROG = "sparse-einsum"
+PLAN_HELP = ("plan: optimal (default), greedy, rank:N, relational, dense, random:SEED, "
+             "or UCLC subscripts such as 'Ij,jK->IK'")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (and exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = f" (see '{self.prog} --help')"
+        self.exit(2, f"{PROG}: error: {message}{hint}\n")
+
+
+def _lines(message: object) -> list[str]:
+    return [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+
+
+def _one_line(message: object) -> str:
+    """The first line of a message, noting how many lines were left off."""
+    lines = _lines(message)
+    if not lines:
+        return ""
+    more = f" (+{len(lines) - 1} more lines; --debug shows them)" if len(lines) > 1 else ""
+    return lines[0] + more
+
+
+# -- data ---------------------------------------------------------------------
+def _load_dense(path: Path) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read as a NumPy .npy array: {_one_line(exc)}") from None
+    if not isinstance(array, np.ndarray):
+        raise DataError(f"{path}: expected one array saved with np.save")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+            or array.dtype == np.bool_):
+        raise DataError(f"{path}: expected a real numeric array but its dtype is {array.dtype}")
+    return array.astype(np.float64, copy=False)
+
+
+def _load_sparse(path: Path):
+    import scipy.sparse as sp
+    try:
+        matrix = sp.load_npz(path)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        raise DataError(f"{path} is not a scipy sparse matrix (write .npz data with "
+                        "scipy.sparse.save_npz, dense data as .npy with np.save)") from None
+    if matrix.ndim != 2:
+        raise DataError(f"{path}: holds a {matrix.ndim}-dimensional sparse array; sparse data "
+                        "must be a matrix (save other tensors as dense .npy)")
+    if not (np.issubdtype(matrix.dtype, np.integer) or np.issubdtype(matrix.dtype, np.floating)
+            or matrix.dtype == np.bool_):
+        raise DataError(f"{path}: expected a real numeric matrix but its dtype is {matrix.dtype}")
+    return matrix.astype(np.float64)
+
+
+def load_data(program, directory: str | Path) -> dict[str, object]:
+    """The data of every declared input not bound to a table, from NAME.npy or NAME.npz in
+    `directory`; files for tensors the program does not declare are ignored."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise DataError(f"data directory {directory} {what}")
+    data: dict[str, object] = {}
+    for name, decl in program.inputs.items():
+        if decl.source is not None:
+            continue
+        npy, npz = directory / f"{name}.npy", directory / f"{name}.npz"
+        if npy.is_file() and npz.is_file():
+            raise DataError(f"input tensor {name} has two data files, {npy} and {npz}: keep one")
+        if npy.is_file():
+            data[name] = _load_dense(npy)
+        elif npz.is_file():
+            data[name] = _load_sparse(npz)
+        else:
+            raise DataError(f"no data for input tensor {name}: expected {npy.name} (dense, "
+                            f"np.save) or {npz.name} (scipy.sparse.save_npz) in {directory}")
+    return data
+
+
+def _program(path: str):
+    from .api import load_program
+    return load_program(Path(path))
+
+
+def _backend_options(args: argparse.Namespace) -> dict[str, str]:
+    """Keyword arguments for the backend: dsn for postgres, database/memory_limit for duckdb."""
+    given = {"dsn": getattr(args, "dsn", None), "database": getattr(args, "database", None),
+             "memory_limit": getattr(args, "memory_limit", None)}
+    allowed = {"postgres": ("dsn",), "duckdb": ("database", "memory_limit")}[args.backend]
+    for key, value in given.items():
+        if value is not None and key not in allowed:
+            args.parser.error(f"--{key.replace('_', '-')} does not apply to --backend "
+                              f"{args.backend}")
+    return {key: value for key, value in given.items() if value is not None}
+
+
+# -- subcommands --------------------------------------------------------------
+def _progress(args: argparse.Namespace) -> Callable[[str], None] | None:
+    if args.quiet:
+        return None
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def summarize(outputs: dict[str, np.ndarray], plan_name: str) -> list[str]:
+    """Lines describing each output: shape, non-zeros, min and max."""
+    rows = [("output", "shape", "non-zeros", "min", "max")]
+    for name, value in outputs.items():
+        value = np.asarray(value)
+        lo, hi = (_fmt(value.min()), _fmt(value.max())) if value.size else ("-", "-")
+        rows.append((name, str(value.shape), str(int(np.count_nonzero(value))), lo, hi))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    lines = [f"plan: {plan_name or '(unnamed)'}"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return lines
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .api import run_detailed
+    options = _backend_options(args)
+    program = _program(args.program)
+    data = load_data(program, args.data)
+    start = time.perf_counter()
+    execution, plan, _ = run_detailed(program, data, plan=args.plan, backend=args.backend,
+                                      progress=_progress(args), **options)
+    seconds = time.perf_counter() - start
+    for line in summarize(execution.outputs, plan.name):
+        print(line)
+    if args.out:
+        try:
+            np.savez(args.out, **execution.outputs)
+        except OSError as exc:
+            raise SparseEinsumError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    if not args.quiet:
+        wrote = f", outputs written to {args.out}" if args.out else ""
+        print(f"done in {seconds:.3f} s{wrote}", file=sys.stderr)
+    return 0
+
+
+def _json_default(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    # explain_program directly: `sparse_einsum.explain` (the function) is shadowed by the
+    # submodule of the same name once that has been imported.
+    from .explain import explain_program, format_explanation
+    options = _backend_options(args)
+    program = _program(args.program)
+    data = load_data(program, args.data)
+    result = explain_program(program, data, top=args.top, analyze=args.analyze,
+                             backend=args.backend, **options)
+    if args.json:
+        print(json.dumps(result, indent=2, default=_json_default))
+    else:
+        print(format_explanation(result))
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .compile_job import compile_job
+    program = _program(args.program)
+    data = load_data(program, args.data) if args.data else None
+    options = {"plan": args.plan} if args.plan else {}
+    text = compile_job(program, dialect=args.dialect, data=data, **options)
+    if args.output == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as exc:
+            raise SparseEinsumError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        print(f"wrote {args.output} ({args.dialect}, {len(text.splitlines())} lines)",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import calibrate
+    if args.dsn is not None and args.backend != "postgres":
+        args.parser.error(f"--dsn does not apply to --backend {args.backend}")
+    constants = calibrate(backend=args.backend, dsn=args.dsn, path=args.output)
+    width = max((len(str(k)) for k in constants), default=0)
+    for key, value in constants.items():
+        print(f"{str(key).ljust(width)}  {value}")
+    if args.output:
+        print(f"constants written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_install_kernels(args: argparse.Namespace) -> int:
+    from .backends.pg_kernels import install_kernels
+    result = install_kernels(args.dsn)
+    print(f"sparse_einsum_kernels installed: version {result}" if isinstance(result, str)
+          else result)
+    return 0
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    from .examples import write_example
+    program, data_dir = write_example(args.name, args.dir)
+    files = ", ".join(sorted(p.name for p in data_dir.iterdir()))
+    print(f"wrote {program} and {data_dir}/ ({files})")
+    print(f"run it with: {PROG} run {program} --data {data_dir} --plan relational")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------
+def _add_backend(sub: argparse.ArgumentParser, duckdb_options: bool = True) -> None:
+    group = sub.add_argument_group("database")
+    group.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
+                       help="database to run on (default: duckdb, in memory)")
+    group.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
+    if duckdb_options:
+        group.add_argument("--database", metavar="FILE.duckdb",
+                           help="DuckDB database file (default: in memory)")
+        group.add_argument("--memory-limit", metavar="SIZE", dest="memory_limit",
+                           help="DuckDB memory limit such as 2GB")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer but found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer but found {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .api import DEFAULT_PLAN
+    from .examples import EXAMPLES
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog=PROG, formatter_class=fmt,
+        description="Compile EinSum programs to tensor-relational SQL and run them on "
+                    "DuckDB or PostgreSQL.",
+        epilog=f"examples:\n  {PROG} example gcn examples\n"
+               f"  {PROG} run examples/gcn.se --data examples/gcn_data --plan relational\n"
+               f"  {PROG} explain examples/gcn.se --data examples/gcn_data\n\n"
+               f"'{PROG} COMMAND --help' describes each command.")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="on an error show the traceback and the full message")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, summary: str, example: str, handler) -> argparse.ArgumentParser:
+        sub = subs.add_parser(name, help=summary, description=summary + ".",
+                              epilog=f"example:\n  {example}", formatter_class=fmt)
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help="on an error show the traceback and the full message")
+        sub.set_defaults(handler=handler, parser=sub)
+        return sub
+
+    sub = command("run", "Run a program on data from a directory and summarise its outputs",
+                  f"{PROG} run examples/gcn.se --data examples/gcn_data --out logits.npz",
+                  cmd_run)
+    sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
+    sub.add_argument("--data", metavar="DIR", required=True,
+                     help="directory with NAME.npy (dense) or NAME.npz (scipy.sparse) per input")
+    sub.add_argument("--plan", metavar="P", default=DEFAULT_PLAN, help=PLAN_HELP)
+    sub.add_argument("--out", metavar="FILE.npz", help="write all outputs with np.savez")
+    sub.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    _add_backend(sub)
+
+    sub = command("explain", "Show the best plans of a program with their estimated costs",
+                  f"{PROG} explain examples/gcn.se --data examples/gcn_data --top 5 --analyze",
+                  cmd_explain)
+    sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
+    sub.add_argument("--data", metavar="DIR", required=True,
+                     help="directory with NAME.npy (dense) or NAME.npz (scipy.sparse) per input")
+    sub.add_argument("--top", metavar="K", type=_positive_int, default=3,
+                     help="how many plans to show (default: 3)")
+    sub.add_argument("--json", action="store_true", help="print the result as JSON")
+    sub.add_argument("--analyze", action="store_true",
+                     help="also run each plan and report actual times")
+    _add_backend(sub)
+
+    sub = command("compile", "Compile a program to one SQL job for PostgreSQL or DuckDB",
+                  f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
+                  "-o gcn.sql", cmd_compile)
+    sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
+    sub.add_argument("--dialect", choices=("postgres", "duckdb"), required=True,
+                     help="SQL dialect to write")
+    sub.add_argument("-o", "--output", metavar="FILE", required=True,
+                     help="SQL file to write ('-' for stdout)")
+    sub.add_argument("--data", metavar="DIR",
+                     help="input data (for shapes and statistics), as for 'run'")
+    sub.add_argument("--plan", metavar="P", help=PLAN_HELP)
+
+    sub = command("calibrate", "Measure the cost model's constants on a database",
+                  f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
+    sub.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
+                     help="database to measure (default: duckdb)")
+    sub.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
+    sub.add_argument("--output", metavar="FILE", help="where to save the constants")
+
+    sub = command("install-kernels",
+                  "Build and install the PostgreSQL kernel extension into a database",
+                  f"{PROG} install-kernels --dsn postgresql://postgres@localhost/postgres",
+                  cmd_install_kernels)
+    sub.add_argument("--dsn", required=True, help="PostgreSQL connection string")
+
+    listing = "; ".join(f"{e.name}: {e.description}" for e in EXAMPLES.values())
+    sub = command("example", "Write an example program and its data (NAME.se, NAME_data/) to DIR",
+                  f"{PROG} example gcn examples && "
+                  f"{PROG} run examples/gcn.se --data examples/gcn_data", cmd_example)
+    sub.add_argument("name", metavar="NAME", choices=tuple(EXAMPLES), help=listing)
+    sub.add_argument("dir", metavar="DIR", help="directory to write into (created if needed)")
+    return parser
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    return exc.code if isinstance(exc.code, int) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 failure, 2 bad input)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return _exit_code(exc)
+    try:
+        return int(args.handler(args) or 0)
+    except SystemExit as exc:            # a usage error found by a handler
+        return _exit_code(exc)
+    except SparseEinsumError as exc:
+        if args.debug:
+            raise
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        message = (_lines(exc) or [""])[0]
+        print(f"{PROG}: failed: {type(exc).__name__}" + (f": {message}" if message else ""),
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
