@@ -54,7 +54,8 @@ def build_dag(program: Program, data: dict[str, object]) -> Dag:
 
 
 def choose_plan(dag: Dag, plan: str | Plan, data: dict[str, object],
-                statement_labels: dict[str, str] | None = None, **options) -> Plan:
+                statement_labels: dict[str, str] | None = None, backend: str = "duckdb",
+                **options) -> Plan:
     """Resolve a plan spec: a Plan, a forced name, or the optimizer's choice."""
     if isinstance(plan, Plan):
         return plan
@@ -62,7 +63,7 @@ def choose_plan(dag: Dag, plan: str | Plan, data: dict[str, object],
     if forced is not None:
         return forced
     from .optimizer.choose import optimizer_plan
-    return optimizer_plan(dag, plan, data, **options)
+    return optimizer_plan(dag, plan, data, backend=backend, **options)
 
 
 def make_backend(backend: object = "duckdb", **options):
@@ -97,9 +98,9 @@ def run_detailed(program, data, *, plan=DEFAULT_PLAN, backend="duckdb", progress
                  count_tuples=False, **backend_options) -> tuple[Execution, Plan, Dag]:
     program = load_program(program)
     dag = build_dag(program, data)
-    chosen = choose_plan(dag, plan, data)
     db = make_backend(backend, **backend_options)
     try:
+        chosen = choose_plan(dag, plan, data, backend=db.name)
         result = execute(dag, chosen, data, db, progress=progress, count_tuples=count_tuples)
     finally:
         if db is not backend:
@@ -168,9 +169,10 @@ def einsum(subscripts: str, *operands, plan: str | Plan = DEFAULT_PLAN,
         data[f"T{k}"] = value
     program = einsum_program(terms, out)
     dag = build_dag(program, data)
-    chosen = choose_plan(dag, plan, data, statement_labels=_case_map(terms, subscripts))
     db = make_backend(backend, **backend_options)
     try:
+        chosen = choose_plan(dag, plan, data, statement_labels=_case_map(terms, subscripts),
+                             backend=db.name)
         return execute(dag, chosen, data, db).outputs["OUT"]
     finally:
         if db is not backend:

@@ -208,21 +208,29 @@ def test_errors(conn, sql, args, message):
 
 
 def test_broadcast_argument_from_a_table(conn):
-    """A toasted weight matrix from a one-row table, cached across rows, gives right answers."""
+    """Weight matrices from a table (one toasted out of line, one compressed inline), cached
+    across rows, give the right answers with the cache on and off."""
     rng = np.random.default_rng(1)
-    w, x = rng.normal(size=(64, 64)), rng.normal(size=(50, 64))
+    w = np.stack([rng.normal(size=(64, 64)), np.tile([1.0, 2.0, 0.0, 0.5], (64, 16))])
+    x = rng.normal(size=(50, 64))
     conn.execute("DROP TABLE IF EXISTS t_w, t_x")
-    conn.execute("CREATE TABLE t_w (m float8[])")
+    conn.execute("CREATE TABLE t_w (k int8, m float8[])")
     conn.execute("CREATE TABLE t_x (i int8, val float8[])")
-    copy_in_arrays(conn, "t_w", {}, w.reshape(1, -1), value_column="m")
+    copy_in_arrays(conn, "t_w", {"k": np.arange(2)}, w.reshape(2, -1), value_column="m")
     copy_in_arrays(conn, "t_x", {"i": np.arange(50)}, x)
-    assert conn.execute("SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class "
-                        "WHERE relname = 't_w'").fetchone()[0]       # m is stored out of line
+    sizes = [r[0] for r in conn.execute("SELECT pg_column_size(m) FROM t_w ORDER BY k")]
+    assert sizes[0] >= 64 * 64 * 8 and sizes[1] < 2000, sizes  # external, inline compressed
+    spec = "mul;sum;1;64,64;64,1;0,1"
     for cache in ("on", "off"):
         conn.execute(f"SET sparse_einsum_kernels.cache_broadcast = {cache}")
-        keys, got = copy_out_arrays(conn, "SELECT i, se_kernel2('mul;sum;1;64,64;64,1;0,1', m, val) "
-                                          "FROM t_x, t_w ORDER BY i")
-        np.testing.assert_allclose(got, x @ w.T, rtol=RTOL, atol=ATOL)
+        for outer, inner in (("t_w", "t_x"), ("t_x", "t_w")):   # m repeats / m alternates
+            conn.execute(f"CREATE TEMP TABLE t_out AS SELECT k, i, se_kernel2('{spec}', m, val) v "
+                         f"FROM {outer} o, LATERAL (SELECT * FROM {inner} WHERE o IS NOT NULL "
+                         f"OFFSET 0) s")
+            _, got = copy_out_arrays(conn, "SELECT k, i, v FROM t_out ORDER BY k, i")
+            conn.execute("DROP TABLE t_out")
+            np.testing.assert_allclose(got.reshape(2, 50, 64), np.einsum("kij,nj->kni", w, x),
+                                       rtol=RTOL, atol=ATOL)
     conn.execute("RESET sparse_einsum_kernels.cache_broadcast")
 
 

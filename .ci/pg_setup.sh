@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Set up PostgreSQL 15 with the sparse_einsum kernels for the tests (run as root, Debian 12):
+# installs the packages, builds and installs udf_kernels/postgres, starts a throwaway
+# cluster on the Unix socket dir /tmp/se-pg (port 5432) with a database sparse_einsum and
+# a superuser role root. Idempotent. Logs go to stderr; the last stdout line is
+#     export SE_TEST_PG_DSN=...
+# so CI runs: eval "$(bash .ci/pg_setup.sh)"
+set -euo pipefail
+exec 3>&1 1>&2                                   # keep stdout for the export line
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PGVER=15
+PGBIN=/usr/lib/postgresql/$PGVER/bin
+DIR=/tmp/se-pg
+PORT=5432
+DB=sparse_einsum
+
+if ! dpkg -s postgresql-$PGVER postgresql-server-dev-$PGVER >/dev/null 2>&1; then
+    echo "pg_setup: installing postgresql-$PGVER postgresql-server-dev-$PGVER"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        postgresql-$PGVER postgresql-server-dev-$PGVER make gcc >/dev/null
+fi
+
+echo "pg_setup: building the kernels"
+BUILD="$(mktemp -d)"
+trap 'rm -rf "$BUILD"' EXIT
+cp "$ROOT"/udf_kernels/postgres/{Makefile,*.control,*.sql,*.c} "$BUILD"/
+make -s -C "$BUILD" PG_CONFIG=$PGBIN/pg_config install
+
+as_pg() { runuser -u postgres -- "$@"; }
+mkdir -p "$DIR"
+chown postgres:postgres "$DIR"
+if ! as_pg $PGBIN/pg_ctl -D "$DIR/data" status >/dev/null 2>&1; then
+    if [ ! -s "$DIR/data/PG_VERSION" ]; then
+        echo "pg_setup: initdb $DIR/data"
+        as_pg $PGBIN/initdb -D "$DIR/data" -A trust -U postgres -E UTF8 --no-sync >/dev/null
+    fi
+    echo "pg_setup: starting the server on $DIR port $PORT"
+    as_pg $PGBIN/pg_ctl -D "$DIR/data" -w -t 60 -l "$DIR/log" \
+        -o "-c listen_addresses='' -k $DIR -p $PORT -c fsync=off" start >/dev/null
+fi
+
+psql_pg() { as_pg $PGBIN/psql -h "$DIR" -p $PORT -U postgres -v ON_ERROR_STOP=1 -qtA "$@"; }
+[ "$(psql_pg -d postgres -c "SELECT 1 FROM pg_roles WHERE rolname = 'root'")" = 1 ] ||
+    psql_pg -d postgres -c "CREATE ROLE root SUPERUSER LOGIN"
+[ "$(psql_pg -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" = 1 ] ||
+    psql_pg -d postgres -c "CREATE DATABASE $DB OWNER root"
+# A new session loads the freshly installed library; update an older extension in place.
+psql_pg -d $DB -c "CREATE EXTENSION IF NOT EXISTS sparse_einsum_kernels" \
+               -c "ALTER EXTENSION sparse_einsum_kernels UPDATE" \
+               -c "SELECT se_kernels_version()"
+
+echo "export SE_TEST_PG_DSN='host=$DIR port=$PORT dbname=$DB user=root'" >&3

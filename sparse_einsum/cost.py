@@ -1,0 +1,164 @@
+"""The cost model of section 7.2: join, aggregation, repartition, plus kernel FLOPs.
+
+Costs are in seconds when the constants come from `sparse-einsum calibrate`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from math import prod
+from pathlib import Path
+
+from .program.dag import Dag, Vertex
+from .stats.propagate import OperandStats, operand_stats
+from .stats.tensor_stats import TensorStats, distinct_after
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """Per-backend constants: seconds per byte moved, per flop, per tuple, per element added."""
+    c_xfer: float
+    c_kernel: float
+    c_fixed: float
+    c_add: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on
+DEFAULT_PARAMS = {
+    "duckdb": CostParams(c_xfer=1.0e-9, c_kernel=1.0e-9, c_fixed=2.0e-7, c_add=2.0e-9),
+    "postgres": CostParams(c_xfer=2.0e-9, c_kernel=1.0e-9, c_fixed=1.5e-6, c_add=2.0e-9),
+}
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(os.environ.get("SPARSE_EINSUM_CONFIG", Path(base) / "sparse-einsum" / "calibration.json"))
+
+
+def load_params(backend: str) -> CostParams:
+    """Calibrated constants for `backend` from the user's config file, else the defaults."""
+    path = config_path()
+    if path.exists():
+        try:
+            stored = json.loads(path.read_text()).get(backend)
+            if stored:
+                return CostParams(**{k: float(stored[k]) for k in CostParams.__dataclass_fields__})
+        except (ValueError, KeyError, TypeError):
+            pass
+    return DEFAULT_PARAMS.get(backend, DEFAULT_PARAMS["duckdb"])
+
+
+def save_params(backend: str, params: CostParams) -> Path:
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    stored[backend] = params.to_dict()
+    path.write_text(json.dumps(stored, indent=2))
+    return path
+
+
+@dataclass(frozen=True)
+class VertexCost:
+    join: float
+    aggregate: float
+    kernel: float
+    join_tuples: float
+    out_tuples: float
+
+    @property
+    def total(self) -> float:
+        return self.join + self.aggregate + self.kernel
+
+
+def _tuple_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
+    keys = sum(1 for l in labels if l in promoted)
+    return 8.0 * (keys + prod(s for s, l in zip(shape, labels) if l not in promoted))
+
+
+class CostModel:
+    """Costs of vertices and repartitions for one DAG, its statistics and constants."""
+
+    def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
+                 max_tuple_bytes: float = float("inf")):
+        self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
+        self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
+                     for v in dag.vertices}
+        self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
+
+    # -- feasibility ----------------------------------------------------------
+    def fits(self, v: Vertex, promoted: frozenset[str]) -> bool:
+        """No tuple and no kernel call above the memory cap."""
+        sizes = self._sizes[v.name]
+        biggest = max([_tuple_bytes(o.labels, self.dag.shapes[o.tensor], promoted) for o in v.operands]
+                      + [_tuple_bytes(v.labels, self.dag.shapes[v.name], promoted)])
+        work = 8.0 * prod(sizes[l] for l in v.all_labels if l not in promoted)
+        return biggest <= self.cap and (v.annihilates and v.op == "mul" or work <= self.cap)
+
+    # -- one vertex -----------------------------------------------------------
+    def vertex(self, v: Vertex, promoted: frozenset[str]) -> VertexCost:
+        p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
+        bytes_in = [_tuple_bytes(o.labels, self.dag.shapes[o.tensor], promoted) for o in v.operands]
+        bytes_out = _tuple_bytes(v.labels, self.dag.shapes[v.name], promoted)
+        t_in = [o.tuples(promoted) for o in ops]
+        join = self._join_tuples(v, ops, t_in, promoted, sizes)
+        # a one-tuple operand joined to a keyed one is bound into the kernel once
+        per_tuple = list(bytes_in)
+        once = 0.0
+        if v.is_binary and v.op == "mul":
+            keyed = [any(l in promoted for l in o.labels) for o in v.operands]
+            for k in (0, 1):
+                if not keyed[k] and keyed[1 - k]:
+                    once += bytes_in[k] * p.c_xfer
+                    per_tuple[k] = 0.0
+        c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
+        loop = prod(sizes[l] for l in v.all_labels if l not in promoted)
+        c_kernel = join * loop * (2 if v.is_binary else 1) * p.c_kernel
+        grouping = [l for l in v.labels if l in promoted]
+        if any(l in promoted for l in v.agg_labels):
+            groups = prod(max(self._group_distinct(v, ops, l, sizes), 1.0) for l in grouping)
+            out = distinct_after(groups, join) if grouping else min(join, 1.0)
+            sub_out = prod(sizes[l] for l in v.labels if l not in promoted)
+            c_agg = max(join - out, 0.0) * (bytes_out * p.c_xfer + sub_out * p.c_add + p.c_fixed)
+        else:
+            out, c_agg = join, 0.0
+        return VertexCost(c_join, c_agg, c_kernel, join, out)
+
+    def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
+                     promoted, sizes: dict[str, int]) -> float:
+        if not v.annihilates:
+            keys = [l for l in v.all_labels if l in promoted]
+            if v.is_binary and v.op != "div":
+                total = float(prod(sizes[l] for l in keys))
+                spread = sum(t * prod(sizes[l] for l in keys if l not in o.distinct)
+                             for t, o in zip(t_in, ops))
+                return distinct_after(total, spread) if keys else 1.0
+            own = keys if v.is_binary else [l for l in keys if l in ops[0].distinct]
+            return float(prod(sizes[l] for l in own))
+        if len(ops) == 1:
+            return t_in[0]
+        shared = [l for l in ops[0].distinct if l in ops[1].distinct and l in promoted]
+        denominator = prod(max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in shared)
+        return t_in[0] * t_in[1] / denominator
+
+    @staticmethod
+    def _group_distinct(v: Vertex, ops: list[OperandStats], label: str, sizes) -> float:
+        if not v.annihilates:
+            return float(sizes[label])
+        seen = [o.distinct[label] for o in ops if label in o.distinct]
+        return min(seen)
+
+    # -- repartition ----------------------------------------------------------
+    def repartition(self, tensor: str, have: tuple[int, ...], need: tuple[int, ...]) -> float:
+        """C_repart: decompose to the union of promoted axes, then stack back."""
+        if tuple(have) == tuple(need):
+            return 0.0
+        stats, shape = self.stats[tensor], self.dag.shapes[tensor]
+        union = tuple(sorted(set(have) | set(need)))
+        middle = stats.tuples(union)
+        size = 8.0 * (len(union) + prod(shape[a] for a in range(len(shape)) if a not in union))
+        moved = max(2 * middle - stats.tuples(have) - stats.tuples(need), 0.0)
+        return moved * (size * self.p.c_xfer + self.p.c_fixed)
