@@ -229,7 +229,7 @@ def cmd_example(args: argparse.Namespace) -> int:
     program, data_dir = write_example(args.name, args.dir)
     files = ", ".join(sorted(p.name for p in data_dir.iterdir()))
     print(f"wrote {program} and {data_dir}/ ({files})")
-    print(f"run it with: {PROG} run {program} --data {data_dir} --plan relational")
+    print(f"run it with: {PROG} run {program} --data {data_dir}")
     return 0
 
 
@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile EinSum programs to tensor-relational SQL and run them on "
                     "DuckDB or PostgreSQL.",
         epilog=f"examples:\n  {PROG} example gcn examples\n"
-               f"  {PROG} run examples/gcn.se --data examples/gcn_data --plan relational\n"
+               f"  {PROG} run examples/gcn.se --data examples/gcn_data\n"
                f"  {PROG} explain examples/gcn.se --data examples/gcn_data\n\n"
                f"'{PROG} COMMAND --help' describes each command.")
     parser.add_argument("--debug", action="store_true", default=False,

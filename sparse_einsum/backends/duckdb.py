@@ -99,7 +99,7 @@ class DuckDBBackend:
         return Relation(keys, values)
 
     def row_count(self, rel: RelInfo) -> int:
-        return int(self.con.sql(f"SELECT count(*) FROM {self.dialect.q(rel.table)}").fetchone()[0])
+        return int(self.con.execute(f"SELECT count(*) FROM {self.dialect.q(rel.table)}").fetchall()[0][0])
 
     def drop(self, rel: RelInfo) -> None:
         self.con.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
