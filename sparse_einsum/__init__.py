@@ -5,9 +5,4 @@ from .plan import Plan
 
 __all__ = ["einsum", "run", "explain", "Plan", "SparseEinsumError", "ProgramError",
            "DataError", "PlanError"]
-
-
-def explain(*args, **kwargs):
-    """Top-k plans of a program with their estimated (and with analyze=True, actual) costs."""
-    from .explain import explain_program
-    return explain_program(*args, **kwargs)
+from .explain import explain_program as explain  # noqa: E402  (after the submodule import)

@@ -29,7 +29,7 @@ class CostParams:
 
 # from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on
 DEFAULT_PARAMS = {
-    "duckdb": CostParams(c_xfer=1.0e-9, c_kernel=1.0e-9, c_fixed=2.0e-7, c_add=2.0e-9),
+    "duckdb": CostParams(c_xfer=7.5e-10, c_kernel=1.7e-9, c_fixed=1.9e-8, c_add=2.5e-8),
     "postgres": CostParams(c_xfer=2.0e-9, c_kernel=1.0e-9, c_fixed=1.5e-6, c_add=2.0e-9),
 }
 
