@@ -31,6 +31,11 @@ make -s -C "$BUILD" PG_CONFIG=$PGBIN/pg_config install
 as_pg() { runuser -u postgres -- "$@"; }
 mkdir -p "$DIR"
 chown postgres:postgres "$DIR"
+if as_pg $PGBIN/pg_ctl -D "$DIR/data" status >/dev/null 2>&1 &&
+   ! $PGBIN/pg_isready -q -h "$DIR" -p $PORT; then
+    echo "pg_setup: the server in $DIR/data runs but does not answer: stopping it"
+    as_pg $PGBIN/pg_ctl -D "$DIR/data" -m fast -w stop >/dev/null || true
+fi
 if ! as_pg $PGBIN/pg_ctl -D "$DIR/data" status >/dev/null 2>&1; then
     if [ ! -s "$DIR/data/PG_VERSION" ]; then
         echo "pg_setup: initdb $DIR/data"
@@ -38,7 +43,7 @@ if ! as_pg $PGBIN/pg_ctl -D "$DIR/data" status >/dev/null 2>&1; then
     fi
     echo "pg_setup: starting the server on $DIR port $PORT"
     as_pg $PGBIN/pg_ctl -D "$DIR/data" -w -t 60 -l "$DIR/log" \
-        -o "-c listen_addresses='' -k $DIR -p $PORT -c fsync=off" start >/dev/null
+        -o "-c listen_addresses='' -k $DIR -p $PORT -c fsync=off" start >/dev/null 3>&-   # the server must not hold our stdout
 fi
 
 psql_pg() { as_pg $PGBIN/psql -h "$DIR" -p $PORT -U postgres -v ON_ERROR_STOP=1 -qtA "$@"; }

@@ -1,12 +1,15 @@
 """`sparse-einsum calibrate`: fit the cost constants to the engine at hand.
 
-The cost of a plan is linear in the four constants, so a handful of timed runs of
-small programs under different decompositions (per-tuple, per-byte, per-flop and
-per-add heavy) gives a non-negative least-squares fit on relative errors.
+C_kernel comes from timing the kernels' own dense products (seconds per flop).
+The cost of a plan is linear in the other three constants, so timed runs of small
+programs under decompositions that stress tuples, bytes and element-wise adds give
+them by a non-negative least-squares fit on relative errors, with the kernel part
+of each run subtracted.
 """
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,33 +26,40 @@ from .stats.propagate import propagate
 from .stats.tensor_stats import exact_stats
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
-_FIELDS = ("c_xfer", "c_kernel", "c_fixed", "c_add")
 
 
 def _workloads(scale: float, rng: np.random.Generator):
-    """(subscripts, pinned plan, operands): each stresses one part of the cost model."""
-    n = int(20000 * scale)
-    sparse = sp.random(n, n, density=10 / n, format="csr", random_state=1)
-    rows = rng.normal(size=(n, 64))
-    small = rng.normal(size=(64, 64))
-    dense_rows = rng.normal(size=(int(2000 * scale), 256))
-    weights = rng.normal(size=(256, 256))
+    """(subscripts, pinned plan, operands), each dominated by one constant."""
+    n = int(100_000 * scale)
+    sparse = sp.csr_matrix((rng.random(10 * n), (rng.integers(0, n, 10 * n),
+                                                  rng.integers(0, n, 10 * n))), shape=(n, n))
     return [
-        ("ij,jk->ik", "IJ,JK->IK", [sparse, sp.csr_matrix(rows[:, :4])]),   # tuples
-        ("ij,jk->ik", "IJ,Jk->Ik", [sparse, rows]),                          # bytes + adds
-        ("ij,jk->ik", "Ij,jk->Ik", [dense_rows, weights]),                   # flops
-        ("ij,jk->ik", "iJ,Jk->ik", [rows[: int(4000 * scale)].T.copy(), rows[: int(4000 * scale)]]),
-        ("ij,jk->ik", "Ij,jK->IK", [rows[: int(2000 * scale)], small]),      # per-tuple kernels
-        ("ij,j->i", "IJ,J->I", [sparse, rows[:, 0]]),
+        ("ij->ij", "Ij->Ij", [rng.normal(size=(int(2000 * scale), 4096))]),   # bytes
+        ("ij,j->i", "IJ,J->I", [sparse, rng.normal(size=n)]),               # tuples
+        ("ij,jk->ik", "IJ,Jk->Ik", [sparse, rng.normal(size=(n, 32))]),     # element adds
     ]
+
+
+def kernel_seconds_per_flop(repeats: int = 5) -> float:
+    """Seconds per flop of the batched products the kernels run (NumPy/BLAS)."""
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(4096, 512)), rng.normal(size=(512, 512))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.einsum("bi,ij->bj", a, b, optimize=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / (2 * 4096 * 512 * 512)
 
 
 def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None = None,
               scale: float = 1.0, repeats: int = 3) -> dict:
     """Measure, fit, store in the user's config file; returns the constants and the fit."""
     rng = np.random.default_rng(0)
+    c_kernel = kernel_seconds_per_flop()
+    fitted = ("c_xfer", "c_fixed", "c_add")
     db = make_backend(backend, **({"dsn": dsn} if dsn else {}))
-    features, seconds = [], []
+    features, seconds, kernel_part = [], [], []
     try:
         for subscripts, pinned, operands in _workloads(scale, rng):
             terms, out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
@@ -59,9 +69,11 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
             plan = pinned_plan(dag, pinned)
             stats = propagate(dag, {n: exact_stats(x) for n, x in data.items()})
             row = []
-            for field in _FIELDS:
+            for field in fitted:
                 model = CostModel(dag, stats, replace(_UNIT, **{field: 1.0}))
                 row.append(plan_cost(dag, model, plan.promoted).total)
+            model = CostModel(dag, stats, replace(_UNIT, c_kernel=c_kernel))
+            kernel_part.append(plan_cost(dag, model, plan.promoted).total)
             times = []
             for _ in range(repeats):
                 run = execute(dag, plan, data, db)
@@ -71,11 +83,12 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     finally:
         if db is not backend:
             db.close()
-    a = np.array(features) / np.array(seconds)[:, None]
-    solution, _ = nnls(a, np.ones(len(seconds)))
-    floor = 1e-12
-    params = CostParams(*(max(float(x), floor) for x in solution))
-    predicted = np.array(features) @ np.array(list(params.to_dict().values()))
+    measured = np.array(seconds)
+    rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
+    solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
+    fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
+    params = CostParams(c_kernel=c_kernel, **fit)
+    predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
     if path:
         import os
         os.environ["SPARSE_EINSUM_CONFIG"] = str(Path(path))

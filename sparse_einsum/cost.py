@@ -75,8 +75,18 @@ class VertexCost:
 
 
 def _tuple_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
+    """Bytes of one tuple: keys and value."""
     keys = sum(1 for l in labels if l in promoted)
     return 8.0 * (keys + prod(s for s, l in zip(shape, labels) if l not in promoted))
+
+
+def _payload_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
+    """Bytes of the array a tuple carries; 0 for a scalar value.
+
+    Measured on DuckDB and PostgreSQL: keys and scalar values move at the per-tuple
+    cost C_fixed; arrays cost C_xfer per byte on top (they pass through kernels)."""
+    demoted = [s for s, l in zip(shape, labels) if l not in promoted]
+    return 8.0 * prod(demoted) if demoted else 0.0
 
 
 class CostModel:
@@ -101,8 +111,9 @@ class CostModel:
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, promoted: frozenset[str]) -> VertexCost:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
-        bytes_in = [_tuple_bytes(o.labels, self.dag.shapes[o.tensor], promoted) for o in v.operands]
-        bytes_out = _tuple_bytes(v.labels, self.dag.shapes[v.name], promoted)
+        bytes_in = [_payload_bytes(o.labels, self.dag.shapes[o.tensor], promoted)
+                    for o in v.operands]
+        bytes_out = _payload_bytes(v.labels, self.dag.shapes[v.name], promoted)
         t_in = [o.tuples(promoted) for o in ops]
         join = self._join_tuples(v, ops, t_in, promoted, sizes)
         # a one-tuple operand joined to a keyed one is bound into the kernel once
@@ -159,6 +170,7 @@ class CostModel:
         stats, shape = self.stats[tensor], self.dag.shapes[tensor]
         union = tuple(sorted(set(have) | set(need)))
         middle = stats.tuples(union)
-        size = 8.0 * (len(union) + prod(shape[a] for a in range(len(shape)) if a not in union))
+        demoted = [shape[a] for a in range(len(shape)) if a not in union]
+        size = 8.0 * prod(demoted) if demoted else 0.0
         moved = max(2 * middle - stats.tuples(have) - stats.tuples(need), 0.0)
         return moved * (size * self.p.c_xfer + self.p.c_fixed)

@@ -134,18 +134,18 @@ class DuckDBBackend:
 
     def _kernel_udf(self, use: KernelUse):
         spec: KernelSpec = use.spec
-        constant = None
+        constants: dict[int, np.ndarray] = {}
         if use.constant is not None:
-            rel = self.fetch(use.constant)
-            constant = np.zeros(use.constant.sub_size) if len(rel) == 0 else \
-                np.asarray(rel.values, dtype=np.float64).reshape(-1)
+            position, rel = use.constant
+            fetched = self.fetch(rel)
+            constants[position] = np.zeros(rel.sub_size) if len(fetched) == 0 else \
+                np.asarray(fetched.values, dtype=np.float64).reshape(-1)
 
         def apply(*arrays):
-            inputs = [(_rows(a) if is_list else _scalars(a)) for a, is_list in
-                      zip(arrays, use.args_are_lists)]
-            if constant is not None:
-                inputs.append(np.broadcast_to(constant, (len(inputs[0]), constant.size)))
-            out = run_kernel(spec, *inputs)
+            batch = iter((_rows(a) if is_list else _scalars(a)) for a, is_list in
+                         zip(arrays, use.args_are_lists))
+            inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
+            out = run_kernel(spec, *inputs, constants=constants)
             return _list_array(out) if use.returns_list else pa.array(out)
 
         params = [_type(is_list) for is_list in use.args_are_lists]

@@ -80,35 +80,53 @@ def _view(flat: np.ndarray, dims: tuple[int, ...], strides: tuple[int, ...],
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY"
 
 
-def run_kernel(spec: KernelSpec, *inputs: np.ndarray) -> np.ndarray:
+def run_kernel(spec: KernelSpec, *inputs: np.ndarray | None,
+               constants: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """Apply a kernel to a batch: each input is (batch, size) or (batch,) for size 1.
 
-    Returns (batch, out_size), or (batch,) when the output is a scalar.
+    `constants` maps an input position to one flat value shared by every tuple (that
+    input is then None in `inputs`). Returns (batch, out_size), or (batch,) for scalars.
     """
-    batch = inputs[0].shape[0]
-    flats = [np.ascontiguousarray(x, dtype=np.float64).reshape(batch, -1) for x in inputs]
-    for flat, size in zip(flats, spec.in_sizes):
-        if flat.shape[1] != size:
-            raise ValueError(f"kernel input has {flat.shape[1]} elements, spec needs {size}")
+    constants = constants or {}
+    batched = [k for k, x in enumerate(inputs) if k not in constants]
+    batch = inputs[batched[0]].shape[0]
+    flats: list[np.ndarray] = []
+    for k, x in enumerate(inputs):
+        flat = constants[k].reshape(1, -1) if k in constants else x.reshape(batch, -1)
+        flat = np.ascontiguousarray(flat, dtype=np.float64)
+        if flat.shape[1] != spec.in_sizes[k]:
+            raise ValueError(f"kernel input {k} has {flat.shape[1]} elements, "
+                             f"spec needs {spec.in_sizes[k]}")
+        flats.append(flat)
     out_size = spec.out_size
     out = np.empty((batch, out_size))
     step = max(1, _CHUNK_ELEMENTS // max(1, prod(spec.dims)))
     with np.errstate(all="ignore"):
         for lo in range(0, batch, step):
-            chunk = [f[lo:lo + step] for f in flats]
-            out[lo:lo + step] = _run_chunk(spec, chunk).reshape(len(chunk[0]), out_size)
+            chunk = [f if k in constants else f[lo:lo + step] for k, f in enumerate(flats)]
+            n = min(step, batch - lo)
+            out[lo:lo + step] = _run_chunk(spec, chunk, set(constants), n).reshape(n, out_size)
     return out if spec.out_dims else out[:, 0]
 
 
-def _run_chunk(spec: KernelSpec, flats: list[np.ndarray]) -> np.ndarray:
+def _run_chunk(spec: KernelSpec, flats: list[np.ndarray], shared: set[int], n: int
+               ) -> np.ndarray:
+    """One chunk of `n` tuples; inputs in `shared` are a single (1, size) row for all."""
     n_loop = len(spec.dims)
     reduce_axes = tuple(range(1 + spec.n_out, 1 + n_loop))
     if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum":
         terms = []
-        for flat, strides in zip(flats, spec.strides):
+        for k, (flat, strides) in enumerate(zip(flats, spec.strides)):
             view, axes = _view(flat, spec.dims, strides, keep_broadcast=False)
-            terms += [view, [n_loop] + axes]
-        return np.einsum(*terms, [n_loop] + list(range(spec.n_out)), optimize=True)
+            if k in shared or n == 1:
+                terms += [view[0], axes]
+            else:
+                terms += [view, [n_loop] + axes]
+        result = np.einsum(*terms, [n_loop] + list(range(spec.n_out))
+                           if len(shared) < 2 and n > 1 else list(range(spec.n_out)),
+                           optimize=True)
+        return result.reshape(n, -1) if n > 1 and len(shared) < 2 else \
+            np.broadcast_to(result.reshape(1, -1), (n, max(result.size, 1)))
     views = [_view(f, spec.dims, s, keep_broadcast=True)[0] for f, s in zip(flats, spec.strides)]
     if spec.arity == 2:
         values = BINARY[spec.op](views[0], views[1])
@@ -116,7 +134,7 @@ def _run_chunk(spec: KernelSpec, flats: list[np.ndarray]) -> np.ndarray:
         values = unary_function(spec.op)(views[0])
     if reduce_axes:
         values = REDUCE[spec.agg](values, axis=reduce_axes)
-    return np.asarray(values)
+    return np.broadcast_to(np.asarray(values), (n, *np.shape(values)[1:]))
 
 
 def gather_take(spec_size: int, new_dims, new_strides, sub_dims, sub_strides,

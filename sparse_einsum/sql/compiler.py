@@ -50,7 +50,7 @@ class Dialect:
 
     # kernels: return SQL expressions; may record KernelUse in `step`
     def kernel(self, step: "StepBuilder", spec: KernelSpec, args: list[str],
-               lists: list[bool], constant: RelInfo | None = None) -> str:
+               lists: list[bool], constant: tuple[int, RelInfo] | None = None) -> str:
         raise NotImplementedError
 
     def aggregate(self, step: "StepBuilder", agg: str, value: str, size: int,
@@ -151,20 +151,17 @@ class Compiler:
         up = self.plan.labels(v)
         sizes = self.dag.label_sizes(v)
         aliases = [f"u{k}" for k in range(len(inputs))]
-        constant = None
-        if (d.broadcast_constants() and v.is_binary and v.op == "mul"
-                and not inputs[1].axes and inputs[0].axes and not inputs[1].is_scalar):
-            constant = inputs[1]
-        joined = inputs if constant is None else inputs[:1]
+        constant = self._constant_operand(v, inputs)
+        joined = [k for k in range(len(inputs)) if k != constant]
 
         # where each promoted label comes from, and the equalities it imposes
         source: dict[str, str] = {}
-        conds: list[list[str]] = [[] for _ in joined]
-        for k, (rel, operand) in enumerate(zip(joined, v.operands)):
-            for axis, label in enumerate(operand.labels):
+        conds: dict[int, list[str]] = {k: [] for k in joined}
+        for k in joined:
+            for axis, label in enumerate(v.operands[k].labels):
                 if label not in up:
                     continue
-                col = f"{aliases[k]}.{q(rel.column(axis))}"
+                col = f"{aliases[k]}.{q(inputs[k].column(axis))}"
                 if label in source:
                     conds[k].append(f"{col} = {source[label]}")
                 else:
@@ -172,24 +169,26 @@ class Compiler:
         promoted = [l for l in v.all_labels if l in up]
 
         if v.annihilates:
-            frm = f"{q(joined[0].table)} AS {aliases[0]}"
-            where = list(conds[0])
-            if len(joined) == 2:
-                on = " AND ".join(conds[1]) if conds[1] else "TRUE"
-                frm += f" JOIN {q(joined[1].table)} AS {aliases[1]} ON {on}"
-            values = [f"{a}.val" for a in aliases[:len(joined)]]
+            first = joined[0]
+            frm = f"{q(inputs[first].table)} AS {aliases[first]}"
+            where = list(conds[first])
+            for k in joined[1:]:
+                on = " AND ".join(conds[k]) if conds[k] else "TRUE"
+                frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
+            values = [f"{aliases[k]}.val" for k in joined]
             full_domain = False
         else:
-            frm, where, values, source = self._domain(v, joined, aliases, promoted, sizes)
+            frm, where, values, source = self._domain(v, inputs, aliases, promoted, sizes)
             full_domain = True
 
         spec = vertex_kernel(v, sizes, up)
-        lists = [not rel.is_scalar for rel in inputs]
+        lists = [not inputs[k].is_scalar for k in joined]
         if not any(lists) and not spec.out_dims and not spec.dims:
             value = (d.scalar_binary(v.op, *values) if v.is_binary
                      else d.scalar_unary(v.op, values[0]))
         else:
-            value = d.kernel(b, spec, values, lists[:len(values)], constant)
+            value = d.kernel(b, spec, values, lists,
+                             None if constant is None else (constant, inputs[constant]))
         keys = [f"{source[l]} AS {q(l)}" for l in v.labels if l in up]
         key_names = [q(l) for l in v.labels if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""
@@ -211,6 +210,16 @@ class Compiler:
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
         return (f"CREATE TABLE {q(out.table)} AS SELECT {cols} FROM ({inner}) AS j"
                 f"{group} HAVING count(*) > 0")
+
+    def _constant_operand(self, v: Vertex, inputs: list[RelInfo]) -> int | None:
+        """The operand of a product that is one array tuple joined to keyed tuples: it is
+        bound into the kernel once instead of being passed with every row."""
+        if not (self.d.broadcast_constants() and v.is_binary and v.op == "mul"):
+            return None
+        for k in (1, 0):
+            if not inputs[k].axes and not inputs[k].is_scalar and inputs[1 - k].axes:
+                return k
+        return None
 
     def _domain(self, v: Vertex, inputs: list[RelInfo], aliases: list[str],
                 promoted: list[str], sizes: dict[str, int]):

@@ -24,7 +24,7 @@ class DuckDBDialect(Dialect):
         return True
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: RelInfo | None = None) -> str:
+               constant: tuple[int, RelInfo] | None = None) -> str:
         name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
         return f"{name}({', '.join(args)})"
 

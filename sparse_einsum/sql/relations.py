@@ -48,7 +48,7 @@ class KernelUse:
     returns_list: bool
     agg: str = "sum"
     size: int = 0
-    constant: RelInfo | None = None     # fetched and bound as the kernel's second input
+    constant: tuple[int, RelInfo] | None = None   # (input position, relation) bound once
 
 
 @dataclass
