@@ -100,7 +100,10 @@ def run_kernel(spec: KernelSpec, *inputs: np.ndarray | None,
         flats.append(flat)
     out_size = spec.out_size
     out = np.empty((batch, out_size))
-    step = max(1, _CHUNK_ELEMENTS // max(1, prod(spec.dims)))
+    contraction = spec.arity == 2 and spec.op == "mul" and spec.agg == "sum"
+    per_row = out_size + sum(size for k, size in enumerate(spec.in_sizes) if k not in constants) \
+        if contraction else prod(spec.dims)
+    step = max(1, _CHUNK_ELEMENTS // max(1, per_row))
     with np.errstate(all="ignore"):
         for lo in range(0, batch, step):
             chunk = [f if k in constants else f[lo:lo + step] for k, f in enumerate(flats)]
@@ -114,7 +117,7 @@ def _run_chunk(spec: KernelSpec, flats: list[np.ndarray], shared: set[int], n: i
     """One chunk of `n` tuples; inputs in `shared` are a single (1, size) row for all."""
     n_loop = len(spec.dims)
     reduce_axes = tuple(range(1 + spec.n_out, 1 + n_loop))
-    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum":
+    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum":   # a contraction
         terms = []
         for k, (flat, strides) in enumerate(zip(flats, spec.strides)):
             view, axes = _view(flat, spec.dims, strides, keep_broadcast=False)
