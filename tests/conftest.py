@@ -1,4 +1,5 @@
-"""Shared fixtures: one DuckDB backend per test session, a PostgreSQL DSN when available."""
+"""Shared fixtures: a DuckDB backend, a PostgreSQL backend (when a server is available;
+never skipped in CI), and `backend`, which runs a test once on each."""
 from __future__ import annotations
 
 import sys
@@ -8,10 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-try:
-    from pg_server import pg_dsn  # noqa: E402,F401
-except ImportError:  # written alongside the PostgreSQL backend
-    pass
+from pg_server import pg_dsn  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +18,22 @@ def duck():
     backend = DuckDBBackend()
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def pg(pg_dsn):
+    from sparse_einsum.backends.pg_kernels import install_kernels
+    from sparse_einsum.backends.postgres import PostgresBackend
+    from sparse_einsum.errors import BackendError
+    try:
+        backend = PostgresBackend(pg_dsn)
+    except BackendError:
+        install_kernels(pg_dsn)
+        backend = PostgresBackend(pg_dsn)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def backend(request):
+    return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")

@@ -348,6 +348,7 @@ def test_copy_round_trip_arrays(conn, width):
     np.testing.assert_array_equal(keys["j"], j[order])
     np.testing.assert_array_equal(got, val[order])
     assert got.dtype == np.float64 and keys["j"].dtype == np.int32
+    assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 def test_copy_round_trip_scalars(conn):

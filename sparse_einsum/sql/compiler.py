@@ -24,8 +24,14 @@ class Dialect:
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'
 
+    temporary = False     # intermediates as TEMP tables (compiled jobs)
+
     def num(self, c: float) -> str:
-        return f"CAST({float(c)!r} AS DOUBLE)"
+        return f"CAST('{float(c)!r}' AS DOUBLE PRECISION)"
+
+    def create(self, table: str, select: str) -> str:
+        kind = "TEMP TABLE" if self.temporary else "TABLE"
+        return f"CREATE {kind} {self.q(table)} AS {select}"
 
     def range_from(self, n: int, column: str) -> str:
         raise NotImplementedError
@@ -195,7 +201,7 @@ class Compiler:
         inner = f"SELECT {', '.join(keys + [value + ' AS val'])} FROM {frm}{where_sql}"
         agg_promoted = [l for l in v.agg_labels if l in up]
         if not agg_promoted:
-            return f"CREATE TABLE {q(out.table)} AS {inner}"
+            return d.create(out.table, inner)
         expected = 1 if (full_domain or v.agg == "sum") else prod(sizes[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if out.is_scalar:
@@ -208,8 +214,7 @@ class Compiler:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
-        return (f"CREATE TABLE {q(out.table)} AS SELECT {cols} FROM ({inner}) AS j"
-                f"{group} HAVING count(*) > 0")
+        return d.create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
 
     def _constant_operand(self, v: Vertex, inputs: list[RelInfo]) -> int | None:
         """The operand of a product that is one array tuple joined to keyed tuples: it is
@@ -299,9 +304,9 @@ class Compiler:
             value = d.take(b, spec, "r.val", position)
         else:
             value = d.element("r.val", offset)
-        sql = (f"CREATE TABLE {q(out.table)} AS SELECT * FROM (SELECT {', '.join(keys)}, "
-               f"{value} AS val FROM {frm}) AS t WHERE val IS NOT NULL"
-               + ("" if spec.sub_dims else " AND val <> 0"))
+        sql = d.create(out.table, f"SELECT * FROM (SELECT {', '.join(keys)}, {value} AS val "
+                                  f"FROM {frm}) AS t WHERE val IS NOT NULL"
+                                  + ("" if spec.sub_dims else " AND val <> 0"))
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"decompose {rel.tensor} by {self._axes_label(rel.tensor, union)}"))
         return out
@@ -317,8 +322,8 @@ class Compiler:
         value = d.stack(b, spec, "val", f"({position})", not rel.is_scalar)
         keys = [q(out.column(a)) for a in target]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
-        sql = (f"CREATE TABLE {q(out.table)} AS SELECT {', '.join(keys + [value + ' AS val'])} "
-               f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
+        sql = d.create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
+                                  f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"stack {rel.tensor} to {self._axes_label(rel.tensor, target)}"))
         return out

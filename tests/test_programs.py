@@ -1,4 +1,4 @@
-"""Multi-statement programs against the NumPy reference evaluator, under every forced plan."""
+"""Multi-statement programs against the NumPy reference evaluator, every forced plan, both backends."""
 from __future__ import annotations
 
 import numpy as np
@@ -90,7 +90,7 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program_matches_reference_under_every_plan(name, duck):
+def test_program_matches_reference_under_every_plan(name, backend):
     text, make_data = PROGRAMS[name]
     program = load_program(text)
     data = make_data()
@@ -100,7 +100,7 @@ def test_program_matches_reference_under_every_plan(name, duck):
     for spec in PLANS:
         plan = choose_plan(dag, spec, data)
         repartitioned += bool(plan.repartitions(dag))
-        got = execute(dag, plan, data, duck).outputs
+        got = execute(dag, plan, data, backend).outputs
         for out in program.outputs:
             np.testing.assert_allclose(got[out], expected[out], rtol=1e-9, atol=1e-12,
                                        err_msg=f"{name}: {out} under {spec}")
@@ -108,11 +108,11 @@ def test_program_matches_reference_under_every_plan(name, duck):
         assert repartitioned, f"{name}: no forced plan exercised a repartition"
 
 
-def test_missing_tuples_are_zeros_for_max(duck):
+def test_missing_tuples_are_zeros_for_max(backend):
     """max over a row that is partly missing includes the implicit zeros."""
     program = load_program("input N[i,j]\nM[i] = max(N[i,j])\noutput M")
     data = {"N": np.array([[-1.0, 0.0, -2.0], [-1.0, -3.0, -2.0], [0.0, 0.0, 0.0]])}
     dag = build_dag(program, data)
     for spec in ["relational", "dense", "Ij->I", "iJ->i"]:
-        got = execute(dag, choose_plan(dag, spec, data), data, duck).outputs["M"]
+        got = execute(dag, choose_plan(dag, spec, data), data, backend).outputs["M"]
         np.testing.assert_array_equal(got, [0.0, -1.0, 0.0])

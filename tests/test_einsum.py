@@ -1,4 +1,4 @@
-"""Differential tests: sparse_einsum.einsum on DuckDB against numpy.einsum, every plan."""
+"""Differential tests: sparse_einsum.einsum on DuckDB and PostgreSQL against numpy.einsum."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,11 +17,11 @@ def test_corpus_is_large_enough():
 
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize("expression", EXPRESSIONS)
-def test_einsum_matches_numpy(expression, plan, duck):
+def test_einsum_matches_numpy(expression, plan, backend):
     for k, density in enumerate(DENSITIES):
         ops = operands(expression, density, seed=k, sparse_matrices=(k % 2 == 1))
         expected = reference(expression, ops)
-        got = einsum(expression, *ops, plan=plan, backend=duck)
+        got = einsum(expression, *ops, plan=plan, backend=backend)
         assert got.shape == np.shape(expected), (expression, density)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
                                    err_msg=f"{expression} density={density} plan={plan}")
@@ -30,13 +30,13 @@ def test_einsum_matches_numpy(expression, plan, duck):
 @pytest.mark.parametrize("expression,plan", [("ij,jk->ik", "Ij,jK->IK"), ("ij,jk->ik", "iJ,Jk->ik"),
                                              ("ij,jk,kl->il", "IJ,JK,Kl->Il"),
                                              ("bij,bjk->bik", "Bij,Bjk->Bik")])
-def test_pinned_plans(expression, plan, duck):
+def test_pinned_plans(expression, plan, backend):
     ops = operands(expression, 0.3, seed=7)
-    np.testing.assert_allclose(einsum(expression, *ops, plan=plan, backend=duck),
+    np.testing.assert_allclose(einsum(expression, *ops, plan=plan, backend=backend),
                                reference(expression, ops), rtol=1e-9, atol=1e-12)
 
 
-def test_scalar_operands_and_result(duck):
-    assert einsum(",->", 2.0, 3.5, plan="dense", backend=duck) == pytest.approx(7.0)
-    got = einsum("i,i", np.arange(4.0), np.arange(4.0), plan="relational", backend=duck)
+def test_scalar_operands_and_result(backend):
+    assert einsum(",->", 2.0, 3.5, plan="dense", backend=backend) == pytest.approx(7.0)
+    got = einsum("i,i", np.arange(4.0), np.arange(4.0), plan="relational", backend=backend)
     assert np.ndim(got) == 0 and float(got) == pytest.approx(14.0)
