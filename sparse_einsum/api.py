@@ -1,6 +1,8 @@
 """The Python entry points: run a program, or evaluate a NumPy einsum string, in SQL."""
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -14,6 +16,9 @@ from .program.dag import Dag
 from .program.lower import lower
 from .program.model import InputDecl, Program, Ref, Statement, Binary
 from .optimizer.forced import forced_plan
+from .backends.tables import ImportedTable, import_table
+from .sql.relations import RelInfo
+from .stats.tensor_stats import TensorStats, exact_stats
 
 DEFAULT_PLAN = "optimal"
 
@@ -36,11 +41,15 @@ def load_program(program: Program | str | Path) -> Program:
     return parsed
 
 
-def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[int, ...]]:
+def input_shapes(program: Program, data: dict[str, object],
+                 table_shapes: dict[str, tuple[int, ...]] | None = None
+                 ) -> dict[str, tuple[int, ...]]:
     """Shapes of the bound inputs, checked against the declarations."""
     from .program.validate import infer_bounds
-    shapes = {}
+    shapes = dict(table_shapes or {})
     for name in program.inputs:
+        if name in shapes:
+            continue
         if name not in data:
             raise DataError(f"no data for input tensor {name}")
         value = data[name]
@@ -49,8 +58,42 @@ def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[i
     return shapes
 
 
-def build_dag(program: Program, data: dict[str, object]) -> Dag:
-    return lower(program, input_shapes(program, data))
+def build_dag(program: Program, data: dict[str, object],
+              table_shapes: dict[str, tuple[int, ...]] | None = None) -> Dag:
+    return lower(program, input_shapes(program, data, table_shapes))
+
+
+@dataclass
+class Prepared:
+    """A program bound to its data on one backend: the DAG, input statistics, and the
+    relations imported from database tables (dropped by `release`)."""
+    program: Program
+    dag: Dag
+    input_stats: dict[str, TensorStats]
+    stored: dict[str, RelInfo]
+
+    def release(self, db) -> None:
+        for rel in self.stored.values():
+            db.drop(rel)
+
+
+def prepare(program: Program | str | Path, data: dict[str, object], db) -> Prepared:
+    """Parse, import table inputs, build the DAG and compute input statistics."""
+    program = load_program(program)
+    prefix = f"se_{uuid.uuid4().hex[:10]}"
+    imported: dict[str, ImportedTable] = {}
+    try:
+        for n, (name, decl) in enumerate(program.inputs.items()):
+            if decl.source is not None and name not in data:
+                imported[name] = import_table(db, decl, f"{prefix}_in{n}")
+        dag = build_dag(program, data, {k: t.rel.shape for k, t in imported.items()})
+    except BaseException:
+        for t in imported.values():
+            db.drop(t.rel)
+        raise
+    stats = {name: exact_stats(data[name]) for name in dag.inputs if name not in imported}
+    stats.update({name: t.stats for name, t in imported.items()})
+    return Prepared(program, dag, stats, {name: t.rel for name, t in imported.items()})
 
 
 def choose_plan(dag: Dag, plan: str | Plan, data: dict[str, object],
@@ -96,16 +139,21 @@ def run(program: Program | str | Path, data: dict[str, object], *, plan: str | P
 
 def run_detailed(program, data, *, plan=DEFAULT_PLAN, backend="duckdb", progress=None,
                  count_tuples=False, **backend_options) -> tuple[Execution, Plan, Dag]:
-    program = load_program(program)
-    dag = build_dag(program, data)
     db = make_backend(backend, **backend_options)
     try:
-        chosen = choose_plan(dag, plan, data, backend=db.name)
-        result = execute(dag, chosen, data, db, progress=progress, count_tuples=count_tuples)
+        prepared = prepare(program, data, db)
+        try:
+            chosen = choose_plan(prepared.dag, plan, data, backend=db.name,
+                                 input_stats=prepared.input_stats,
+                                 stored={n: r.axes for n, r in prepared.stored.items()})
+            result = execute(prepared.dag, chosen, data, db, progress=progress,
+                             count_tuples=count_tuples, stored_inputs=prepared.stored)
+        finally:
+            prepared.release(db)
     finally:
         if db is not backend:
             db.close()
-    return result, chosen, dag
+    return result, chosen, prepared.dag
 
 
 # -- numpy-style einsum ------------------------------------------------------

@@ -4,9 +4,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .api import build_dag, load_program, make_backend
+from .api import make_backend, prepare
 from .executor import execute
-from .optimizer.choose import Optimizer, input_statistics
+from .optimizer.choose import Optimizer
 from .plan import Plan
 from .program.dag import Dag
 from .program.model import Program
@@ -16,14 +16,15 @@ def explain_program(program: Program | str | Path, data: dict[str, object], *, t
                     analyze: bool = False, backend: object = "duckdb",
                     **backend_options) -> dict:
     """A JSON-ready description of the `top` best plans (and their measured runs if `analyze`)."""
-    program = load_program(program)
-    dag = build_dag(program, data)
     db = make_backend(backend, **backend_options)
+    prepared = None
     try:
         start = time.perf_counter()
-        stats = input_statistics(dag, data)
+        prepared = prepare(program, data, db)
+        dag, stats = prepared.dag, prepared.input_stats
         stats_seconds = time.perf_counter() - start
-        opt = Optimizer.build(dag, stats, backend=db.name)
+        opt = Optimizer.build(dag, stats, backend=db.name,
+                              stored={n: r.axes for n, r in prepared.stored.items()})
         plans = opt.top(top)
         optimize_seconds = time.perf_counter() - start - stats_seconds
         result = {
@@ -37,8 +38,10 @@ def explain_program(program: Program | str | Path, data: dict[str, object], *, t
         }
         if analyze:
             for entry, plan in zip(result["plans"], plans):
-                _analyze(entry, dag, plan, data, db)
+                _analyze(entry, dag, plan, data, db, prepared.stored)
     finally:
+        if prepared is not None:
+            prepared.release(db)
         if db is not backend:
             db.close()
     return result
@@ -59,8 +62,8 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
             "repartitions": [f"{t}: {list(a)} -> {list(b)}" for t, a, b in plan.repartitions(dag)]}
 
 
-def _analyze(entry: dict, dag: Dag, plan: Plan, data: dict, db) -> None:
-    run = execute(dag, plan, data, db, count_tuples=True)
+def _analyze(entry: dict, dag: Dag, plan: Plan, data: dict, db, stored) -> None:
+    run = execute(dag, plan, data, db, count_tuples=True, stored_inputs=stored)
     by_vertex = {s["name"]: s for s in entry["statements"]}
     pending = 0.0
     for step in run.steps:

@@ -98,6 +98,12 @@ class DuckDBBackend:
             _rows(val).reshape(table.num_rows, rel.sub_size)
         return Relation(keys, values)
 
+    def query(self, sql: str, params: list) -> list[tuple]:
+        return self.con.execute(sql, params).fetchall()
+
+    def execute(self, sql: str) -> None:
+        self.con.execute(sql)
+
     def row_count(self, rel: RelInfo) -> int:
         return int(self.con.execute(f"SELECT count(*) FROM {self.dialect.q(rel.table)}").fetchall()[0][0])
 

@@ -63,6 +63,12 @@ class PostgresBackend:
     def run(self, step: Step) -> None:
         self.conn.execute(step.sql)
 
+    def query(self, sql: str, params: list) -> list[tuple]:
+        return self.conn.execute(sql, params or None).fetchall()
+
+    def execute(self, sql: str) -> None:
+        self.conn.execute(sql)
+
     def row_count(self, rel: RelInfo) -> int:
         return int(self.conn.execute(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")
                    .fetchone()[0])

@@ -20,6 +20,7 @@ class Dialect:
     """SQL that differs between engines. Subclasses fill in the kernel calls."""
     name = "generic"
     list_type = "DOUBLE[]"
+    param = "?"           # bound-parameter marker of the driver
 
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'

@@ -21,6 +21,7 @@ def _text(spec) -> str:
 class PostgresDialect(Dialect):
     name = "postgres"
     list_type = "float8[]"
+    param = "%s"
 
     def __init__(self, unlogged: bool = True):
         self.unlogged = unlogged
