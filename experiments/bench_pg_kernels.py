@@ -87,22 +87,26 @@ def run(dsn: str, rows: int, width: int, groups: int) -> None:
         conn.execute("CREATE TABLE bench_w (m float8[])")
         copy_in_arrays(conn, "bench_w", {}, m.reshape(1, -1), value_column="m")
         size = conn.execute("SELECT pg_column_size(m) FROM bench_w").fetchone()[0]
-        mv = f"mul;sum;1;{width},{width};{width},1;0,1"
-        print(f"\nmatrix-vector per row, {width}x{width} weight ({size} bytes stored, toasted) "
-              f"from a one-row table, serial")
-        q = (f"SELECT count(*), sum(v[1]) FROM (SELECT se_kernel2('{mv}', m, val) v "
-             f"FROM bench_t, bench_w) q")
-        res = {}
-        for cache in ("on", "off"):
-            conn.execute(f"SET sparse_einsum_kernels.cache_broadcast = {cache}")
-            res[cache] = median_time(lambda: conn.execute(q).fetchone())
-        lit = median_time(lambda: conn.execute(
-            f"SELECT count(*), sum(v[1]) FROM (SELECT se_kernel2('{mv}', %s::float8[], val) v "
-            f"FROM bench_t) q", ([float(x) for x in m.ravel()],)).fetchone())
-        print(f"  cache_broadcast=on                        {res['on']:7.3f} s")
-        print(f"  cache_broadcast=off                       {res['off']:7.3f} s  "
-              f"{res['off'] / res['on']:6.2f}x")
-        print(f"  weight as a query constant (no toast)     {lit:7.3f} s  {lit / res['on']:6.2f}x")
+        print(f"\nbroadcast: a {width}x{width} weight ({size} bytes stored, toasted) from a one-row "
+              f"table in a cross join, serial")
+        for label, spec in (("matrix-vector", f"mul;sum;1;{width},{width};{width},1;0,1"),
+                            ("dot with weight row 0", f"mul;sum;0;{width};1;1")):
+            res = {}
+            for cache in ("on", "off"):
+                conn.execute(f"SET sparse_einsum_kernels.cache_broadcast = {cache}")
+                res[cache] = median_time(lambda: conn.execute(
+                    f"SELECT count(*), sum(v[1]) FROM (SELECT se_kernel2('{spec}', m, val) v "
+                    f"FROM bench_t, bench_w) q").fetchone())
+            res["const"] = median_time(lambda: conn.execute(
+                f"SELECT count(*), sum(v[1]) FROM (SELECT se_kernel2('{spec}', %s::float8[], val) v "
+                f"FROM bench_t) q", ([float(x) for x in m.ravel()],)).fetchone())
+            print(f"  {label}:")
+            print(f"    cache_broadcast=on                      {res['on']:7.3f} s")
+            print(f"    cache_broadcast=off                     {res['off']:7.3f} s  "
+                  f"{res['off'] / res['on']:6.2f}x")
+            print(f"    weight as a query constant (no toast)   {res['const']:7.3f} s  "
+                  f"{res['const'] / res['on']:6.2f}x")
+        conn.execute("RESET sparse_einsum_kernels.cache_broadcast")
         conn.execute("DROP TABLE bench_t, bench_w")
 
 

@@ -25,7 +25,8 @@ PROGRAMS = {
         input W1[f,h]
         input W2[h,c]
         AX[i,f] = A[i,j] * X[j,f]
-        H[i,h]  = relu(AX[i,f] * W1[f,h])
+        Z[i,h]  = AX[i,f] * W1[f,h]
+        H[i,h]  = relu(Z[i,h])
         AH[i,h] = A[i,j] * H[j,h]
         Y[i,c]  = AH[i,h] * W2[h,c]
         output Y

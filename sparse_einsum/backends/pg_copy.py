@@ -1,9 +1,10 @@
-"""Binary COPY between NumPy arrays and PostgreSQL, built and parsed without per-row Python.
+"""Binary COPY between NumPy arrays and PostgreSQL, encoded and decoded by NumPy as a whole.
 
 Each row is one NumPy structured record laid out exactly as PostgreSQL's binary COPY
 row (big-endian): field count, then per field its length and bytes; a float8[] field
 is ``ndim, has_null, elemtype, (dim, lbound), (len 8, value) * width``. Every row has
 the same byte size (no NULLs, one array width), so a whole chunk is one record array.
+Reading back costs one libpq call per row and no other per-row Python.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ _ARRAYS = {1022: (701, ">f8"), 1021: (700, ">f4")}                              
 _CHUNK_BYTES = 4 << 20
 
 
-def _array_fields(prefix: str, elem_oid: int, code: str, width: int) -> list:
+def _array_fields(prefix: str, code: str, width: int) -> list:
     """Record fields of one 1-D array value (ndim 0 when width is 0)."""
     f = [(f"{prefix}len", ">i4"), (f"{prefix}ndim", ">i4"), (f"{prefix}null", ">i4"),
          (f"{prefix}oid", ">i4")]
@@ -66,7 +67,7 @@ def copy_in_arrays(conn, table: str, key_columns: dict[str, np.ndarray],
     n = len(cols[0]) if cols else len(vals)
     for name, c in zip(names, cols + ([vals] if vals is not None else [])):
         if c.ndim < 1 or len(c) != n:
-            raise DataError(f"copy_in_arrays: column {name} has {len(c)} rows, expected {n}")
+            raise DataError(f"copy_in_arrays: column {name} has shape {c.shape}, expected {n} rows")
     qualified = conn.execute("SELECT %s::regclass::text", (table,)).fetchone()[0]
     types = dict(conn.execute(
         "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass "
@@ -83,7 +84,7 @@ def copy_in_arrays(conn, table: str, key_columns: dict[str, np.ndarray],
         oid = types.get(value_column)
         if vals.ndim == 2 and oid in _ARRAYS:
             width = vals.shape[1]
-            fields += _array_fields("v", *_ARRAYS[oid], width)
+            fields += _array_fields("v", _ARRAYS[oid][1], width)
         elif vals.ndim == 1 and oid in _SCALARS:
             fields += [("vlen", ">i4"), ("v", _SCALARS[oid])]
         else:
@@ -131,7 +132,7 @@ def _layout(buf: memoryview, pos: int, oids: list[int], names: list[str]) -> lis
             ndim = i32(p + 4)
             if ndim > 1:
                 raise DataError(f"copy_out_arrays: column {name} has {ndim}-D arrays")
-            fields += _array_fields(f"a{j}", *_ARRAYS[oid], i32(p + 16) if ndim else 0)
+            fields += _array_fields(f"a{j}", _ARRAYS[oid][1], i32(p + 16) if ndim else 0)
         else:
             raise DataError(f"copy_out_arrays: column {name} has an unsupported type (oid {oid})")
         p += 4 + length

@@ -1,0 +1,283 @@
+"""Out of core: a GCN on an ogbn-arxiv-sized graph under a memory limit, SQL vs NumPy/scipy/PyTorch.
+
+    python experiments/out_of_core.py [--workload gcn2|gcn_layer] [--dataset ogbn-arxiv]
+        [--hidden 256] [--memory-limit 2GB] [--temp-directory DIR]
+        [--methods sql,scipy,torch,numpy-dense] [--timeout 3600] [--out experiments/results]
+
+Every method runs in its own child process on the same generated data (the
+synthetic graph of experiments/datasets.py sized like ogbn-arxiv: 169,343 nodes,
+1.17 M directed edges, 128 dense features; hidden size 256 by default) so that
+each one's peak memory is its own (``ru_maxrss`` of the child, from ``wait4``):
+
+* ``sql``: the optimizer's plan on DuckDB with ``memory_limit`` = the limit and a
+  ``temp_directory`` to spill to. The program's normalised adjacency N stays a
+  relation of (i, j, val) tuples; features and hidden states are per-node vectors
+  (the plan is printed). Reported: execution time (loads excluded) and wall time,
+  the process's peak RSS, DuckDB's own peak (largest ``sum(memory_usage_bytes)`` of
+  ``duckdb_memory()``, sampled every 20 ms) and its largest temporary (spilled) storage.
+* ``scipy``: N as a scipy CSR matrix, features and hidden states as dense NumPy arrays.
+* ``torch``: the same with ``torch.sparse`` CSR (only when ``import torch`` works).
+* ``numpy-dense``: plain NumPy with N as a dense n x n array (169,343^2 doubles = 229 GB):
+  the dense-intermediate formulation, which cannot fit.
+
+The library methods run under ``resource.setrlimit(RLIMIT_AS, ...)`` set to the
+address space the child has after generating the inputs and importing everything,
+plus the limit: each side gets the same working budget on top of the inputs (the
+SQL side's budget is DuckDB's ``memory_limit``; its process is not capped, so
+its peak RSS is reported to show what it used). A ``MemoryError`` (or PyTorch's
+allocation failure) is reported as OOM. The SQL result is compared with the scipy
+result whenever both finish.
+
+Writes ``out_of_core_<workload>_<dataset>_h<hidden>.csv`` and ``.txt`` to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+DESCRIPTIONS = {
+    "sql": "sparse-einsum optimal plan on DuckDB (memory_limit, spilling to temp_directory)",
+    "scipy": "scipy CSR N (sparse) x dense NumPy features/hidden states",
+    "torch": "torch.sparse CSR N x dense torch features/hidden states",
+    "numpy-dense": "NumPy with N as a dense n x n array (the dense-intermediate formulation)",
+}
+
+
+def parse_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)i?B?\s*", text, re.I)
+    if not m:
+        raise ValueError(f"cannot read a memory size from {text!r} (e.g. 2GB, 512MB)")
+    return int(float(m.group(1)) * 1024 ** "BKMGT".index((m.group(2) or "B").upper()))
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"{field}:\s+(\d+)\s+kB", f.read()).group(1))
+
+
+# ------------------------------------------------------------------------ child
+def child(args) -> dict:
+    """Run one method; returns a JSON-able report (the parent adds ru_maxrss)."""
+    import numpy as np
+    from bench import PeakMemory, library_methods, load_workload, torch_methods
+
+    t0 = time.perf_counter()
+    w = load_workload(args.workload, args.dataset, hidden=args.hidden)
+    report = {"method": args.child, "computes": DESCRIPTIONS[args.child],
+              "generate_s": time.perf_counter() - t0, "data": w.describe}
+    budget = parse_bytes(args.memory_limit)
+    out = None
+    if args.child == "sql":
+        from sparse_einsum.api import build_dag, load_program, make_backend
+        from sparse_einsum.executor import execute
+        from sparse_einsum.optimizer.choose import Optimizer, input_statistics
+        db = make_backend("duckdb", memory_limit=args.memory_limit,
+                          temp_directory=args.temp_directory)
+        try:
+            dag = build_dag(load_program(w.program), w.data)
+            start = time.perf_counter()
+            plan = Optimizer.build(dag, input_statistics(dag, w.data)).top(1)[0]
+            report["opt_s"] = time.perf_counter() - start
+            report["plan"] = plan.describe(dag)
+            report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
+            steps = []
+            with PeakMemory(db.con) as mem:
+                start = time.perf_counter()
+                run = execute(dag, plan, w.data, db,
+                              progress=lambda m: print(f"  [sql] {m}", file=sys.stderr, flush=True))
+                report["wall_s"] = time.perf_counter() - start
+            report["exec_s"] = sum(s.seconds for s in run.steps if s.vertex is not None)
+            report["load_s"] = sum(s.seconds for s in run.steps if s.vertex is None)
+            for s in run.steps:
+                steps.append(f"{s.seconds:8.2f} s  {s.label}")
+            report["steps"] = steps
+            report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
+            report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
+            report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
+            report["status"] = "ok"
+            out = run.outputs[w.output]
+        finally:
+            db.close()
+    else:
+        methods = dict(library_methods(w))
+        methods.update(torch_methods(w))
+        if args.child not in methods:
+            return {**report, "status": "unavailable", "note": f"{args.child} is not installed"}
+        prep, compute, _ = methods[args.child]
+        import gc
+        gc.collect()
+        vm = _status_kb("VmSize") * 1024
+        cap = vm + budget
+        report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
+        report["address_cap_mb"] = cap / 2 ** 20
+        report["address_at_setup_mb"] = vm / 2 ** 20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        stage = "prepare"
+        try:
+            start = time.perf_counter()
+            prepared = prep()
+            loaded = time.perf_counter()
+            stage = "compute"
+            out = compute(prepared)
+            done = time.perf_counter()
+            report.update(status="ok", load_s=loaded - start, exec_s=done - loaded,
+                          wall_s=done - start)
+        except MemoryError as exc:
+            report.update(status="OOM", note=f"MemoryError in {stage}: {str(exc)[:160]}")
+        except RuntimeError as exc:
+            if "alloc" not in str(exc).lower() and "memory" not in str(exc).lower():
+                raise
+            report.update(status="OOM", note=f"allocation failed in {stage}: {str(exc)[:160]}")
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    if out is not None:
+        import scipy.sparse as sp
+        out = out.toarray() if sp.issparse(out) else np.asarray(out)
+        np.save(args.result_file, out)
+        report["result_file"] = args.result_file
+    return report
+
+
+# ----------------------------------------------------------------------- parent
+def run_child(method: str, args, tmp: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", method, "--workload", args.workload,
+           "--dataset", args.dataset, "--hidden", str(args.hidden),
+           "--memory-limit", args.memory_limit, "--temp-directory", args.temp_directory,
+           "--result-file", os.path.join(tmp, f"{method}.npy")]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    deadline = start + args.timeout
+    status = None
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            return {"method": method, "computes": DESCRIPTIONS[method], "status": "timeout",
+                    "note": f"> {args.timeout:.0f} s", "peak_rss_mb": usage.ru_maxrss / 1024}
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - start
+    output = proc.stdout.read()
+    proc.stdout.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    lines = [l for l in output.splitlines() if l.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+        return {"method": method, "computes": DESCRIPTIONS[method], "status": "crashed",
+                "note": f"child died ({how}); see its stderr above",
+                "peak_rss_mb": usage.ru_maxrss / 1024, "process_s": elapsed}
+    report = json.loads(lines[-1])
+    report["peak_rss_mb"] = usage.ru_maxrss / 1024       # the whole child, generation included
+    report["process_s"] = elapsed
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", default="gcn2", choices=("gcn2", "gcn_layer"))
+    ap.add_argument("--dataset", default="ogbn-arxiv")
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--memory-limit", default="2GB")
+    ap.add_argument("--temp-directory", default=None,
+                    help="DuckDB spill directory (default: a fresh one under /tmp)")
+    ap.add_argument("--methods", default="sql,scipy,torch,numpy-dense")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--result-file", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.child:
+        print(json.dumps(child(args)), flush=True)
+        return 0
+
+    import numpy as np
+    own_tmp = args.temp_directory is None
+    tmp = tempfile.mkdtemp(prefix="se-ooc-")
+    if own_tmp:
+        args.temp_directory = os.path.join(tmp, "duckdb_spill")
+    command = "python experiments/out_of_core.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    lines = [f"command: {command}",
+             f"machine: {os.cpu_count()} cores, {platform.platform()}, python {platform.python_version()}",
+             f"{args.workload} on {args.dataset}, hidden {args.hidden}; memory limit {args.memory_limit} "
+             f"(DuckDB memory_limit; for the libraries RLIMIT_AS = address space after loading "
+             f"the inputs + {args.memory_limit}); DuckDB temp_directory {args.temp_directory}"]
+    print("\n".join(lines), flush=True)
+    reports = []
+    for method in args.methods.split(","):
+        print(f"\n-- {method}: {DESCRIPTIONS[method]}", flush=True)
+        load = os.getloadavg()[0]
+        r = run_child(method, args, tmp)
+        r["load_avg_before"] = load
+        reports.append(r)
+        for key in ("status", "note", "exec_s", "load_s", "wall_s", "peak_rss_mb", "setup_rss_mb",
+                    "peak_rss_during_mb", "duckdb_peak_mb", "duckdb_spill_mb", "address_cap_mb"):
+            if key in r:
+                v = r[key]
+                print(f"   {key:<20} {v:.2f}" if isinstance(v, float) else f"   {key:<20} {v}")
+        if "plan" in r:
+            print("   plan:\n" + "\n".join("     " + l for l in r["plan"].splitlines()))
+            print("   steps:\n" + "\n".join("     " + l for l in r["steps"]))
+    # agreement with scipy
+    ref = next((r for r in reports if r["method"] == "scipy" and r.get("result_file")), None)
+    failed = False
+    for r in reports:
+        if r.get("result_file") and ref is not None:
+            diff = float(np.abs(np.load(r["result_file"]) - np.load(ref["result_file"])).max())
+            r["max_abs_diff_to_scipy"] = diff
+            if diff > 1e-7 * max(1.0, float(np.abs(np.load(ref["result_file"])).max())):
+                r["status"] = "MISMATCH"
+                failed = True
+    header = ("method", "status", "exec s", "load s", "wall s", "peak RSS MB", "RSS after setup MB",
+              "duckdb peak MB", "spilled MB", "max|diff| to scipy", "computes / note")
+    rows = []
+    for r in reports:
+        def f(key, fmt=".1f"):
+            return format(r[key], fmt) if isinstance(r.get(key), (int, float)) else ""
+        rows.append([r["method"], r["status"], f("exec_s"), f("load_s"), f("wall_s"),
+                     f("peak_rss_mb", ".0f"), f("setup_rss_mb", ".0f"), f("duckdb_peak_mb", ".0f"),
+                     f("duckdb_spill_mb", ".0f"), f("max_abs_diff_to_scipy", ".1e"),
+                     r["computes"] + (f"; {r['note']}" if r.get("note") else "")])
+    table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table += ["| " + " | ".join(row) + " |" for row in rows]
+    text = "\n".join(lines + [""] + table)
+    sql = next((r for r in reports if r["method"] == "sql" and "plan" in r), None)
+    if sql:
+        text += "\n\nSQL plan:\n" + sql["plan"] + "\n\nSQL steps:\n" + "\n".join(sql["steps"])
+    print("\n" + text, flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"out_of_core_{args.workload}_{args.dataset}_h{args.hidden}"
+    stem.with_suffix(".txt").write_text(text + "\n")
+    with open(stem.with_suffix(".csv"), "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow([h.replace(" ", "_").replace("|", "") for h in header])
+        wr.writerows(rows)
+    print(f"wrote {stem}.txt, .csv")
+    for r in reports:
+        if r.get("result_file") and os.path.exists(r["result_file"]):
+            os.remove(r["result_file"])
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
