@@ -124,7 +124,8 @@ def child(args) -> dict:
         report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
         report["address_cap_mb"] = cap / 2 ** 20
         report["address_at_setup_mb"] = vm / 2 ** 20
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))      # the soft limit only
         stage = "prepare"
         try:
             start = time.perf_counter()
@@ -142,7 +143,7 @@ def child(args) -> dict:
                 raise
             report.update(status="OOM", note=f"allocation failed in {stage}: {str(exc)[:160]}")
         finally:
-            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     if out is not None:
         import scipy.sparse as sp
         out = out.toarray() if sp.issparse(out) else np.asarray(out)
@@ -158,7 +159,8 @@ def run_child(method: str, args, tmp: str) -> dict:
            "--memory-limit", args.memory_limit, "--temp-directory", args.temp_directory,
            "--result-file", os.path.join(tmp, f"{method}.npy")]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    errfile = open(os.path.join(tmp, f"{method}.stderr"), "w+")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, text=True)
     deadline = start + args.timeout
     status = None
     while True:
@@ -173,14 +175,24 @@ def run_child(method: str, args, tmp: str) -> dict:
                     "note": f"> {args.timeout:.0f} s", "peak_rss_mb": usage.ru_maxrss / 1024}
         time.sleep(0.2)
     elapsed = time.perf_counter() - start
+    errfile.seek(0)
+    stderr = errfile.read()
+    errfile.close()
+    if stderr.strip():
+        print("   stderr of the child (last lines):\n" + "\n".join(
+            "     " + l for l in stderr.strip().splitlines()[-15:]), flush=True)
     output = proc.stdout.read()
     proc.stdout.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     lines = [l for l in output.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
         how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        return {"method": method, "computes": DESCRIPTIONS[method], "status": "crashed",
-                "note": f"child died ({how}); see its stderr above",
+        oom = re.search(r"(MemoryError|[Mm]emory allocation[^\n]*failed[^\n]*|Cannot allocate memory)",
+                        stderr)
+        return {"method": method, "computes": DESCRIPTIONS[method],
+                "status": "OOM" if oom else "crashed",
+                "note": f"child died ({how}): {oom.group(0)}" if oom else
+                        f"child died ({how}); see its stderr above",
                 "peak_rss_mb": usage.ru_maxrss / 1024, "process_s": elapsed}
     report = json.loads(lines[-1])
     report["peak_rss_mb"] = usage.ru_maxrss / 1024       # the whole child, generation included

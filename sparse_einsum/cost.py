@@ -29,8 +29,8 @@ class CostParams:
 
 # from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on
 DEFAULT_PARAMS = {
-    "duckdb": CostParams(c_xfer=7.5e-10, c_kernel=1.7e-9, c_fixed=1.9e-8, c_add=2.5e-8),
-    "postgres": CostParams(c_xfer=2.0e-9, c_kernel=1.0e-9, c_fixed=1.5e-6, c_add=2.0e-9),
+    "duckdb": CostParams(c_xfer=3.1e-9, c_kernel=1.2e-11, c_fixed=3.5e-8, c_add=1.0e-12),
+    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12),
 }
 
 

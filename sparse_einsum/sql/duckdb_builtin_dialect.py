@@ -1,0 +1,145 @@
+"""DuckDB SQL with built-in functions only (no Python UDFs), for compiled jobs.
+
+Kernels are ``list_transform(range(n), lambda ...)`` over flat row-major indices, with
+the index arithmetic of the KernelSpec/GatherSpec strides spelled out. Every list is
+limited to LIST_LIMIT elements; the optimizer is given a matching tuple cap.
+
+Portability (checked against duckdb 2.0 and the duckdb 1.5 command-line shell):
+``ln``/``sqrt`` of non-positive numbers raise errors in 1.5 but give IEEE values in
+2.0, so they are guarded with CASE; an aggregate may be captured by a lambda, but a
+lambda nested inside that aggregate crashes the 2.0 optimizer and is avoided.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from ..errors import PlanError
+from ..kernels.build import row_major_strides
+from ..kernels.spec import GatherSpec, KernelSpec
+from .compiler import StepBuilder
+from .duckdb_dialect import DuckDBDialect
+from .relations import RelInfo
+
+LIST_LIMIT = 4096        # longest dense array a job may hold in one tuple
+WIDE_LIMIT = 256         # up to this size, list aggregates use one aggregate per element
+_ZERO = "CAST(0.0 AS DOUBLE)"
+_NAN, _NEG_INF = "CAST('nan' AS DOUBLE)", "CAST('-inf' AS DOUBLE)"
+
+
+def _digits(var: str, dims: tuple[int, ...], steps: list[int] | tuple[int, ...],
+            scales: list[int] | tuple[int, ...], total: int) -> str:
+    """SQL for sum(((var // step) % d) * scale) of an integer 0 <= var < total."""
+    terms = []
+    for d, step, scale in zip(dims, steps, scales):
+        if scale == 0 or d == 1:
+            continue
+        t = var if step == 1 else f"({var} // {step})"
+        if step * d < total:
+            t = f"({t} % {d})"
+        terms.append(t if scale == 1 else f"{t} * {scale}")
+    return " + ".join(terms) if terms else "0"
+
+
+def _rm(dims: tuple[int, ...]) -> list[int]:
+    return row_major_strides(list(dims))
+
+
+class DuckDBBuiltinDialect(DuckDBDialect):
+    """DuckDB dialect whose statements run in any DuckDB client, e.g. the CLI."""
+    name = "duckdb-builtin"
+
+    def __init__(self, list_limit: int = LIST_LIMIT):
+        self.list_limit = list_limit
+
+    def broadcast_constants(self) -> bool:
+        return False
+
+    def scalar_unary(self, code: str, x: str) -> str:
+        name = code.split(":", 1)[0]
+        if name == "log":
+            return f"(CASE WHEN {x} > 0 THEN ln({x}) WHEN {x} = 0 THEN {_NEG_INF} ELSE {_NAN} END)"
+        if name == "sqrt":
+            return f"(CASE WHEN {x} >= 0 THEN sqrt({x}) ELSE {_NAN} END)"
+        return super().scalar_unary(code, x)
+
+    def _check(self, size: int, what: str) -> None:
+        if size > self.list_limit:
+            raise PlanError(f"the plan needs a {what} of {size} elements; built-in DuckDB SQL "
+                            f"jobs hold at most {self.list_limit} per tuple")
+
+    def _at(self, value: str, size: int, index: str) -> str:
+        """Element `index` (0-based SQL) of a list of `size`. A lambda evaluates captured
+        expressions per element, so coalesce(x, zeros) becomes coalesce(x[i], 0)."""
+        head, tail = "coalesce(", f", {self.zero(size)})"
+        if value.startswith(head) and value.endswith(tail):
+            return f"coalesce({value[len(head):-len(tail)]}[1 + {index}], {_ZERO})"
+        return f"{value}[1 + {index}]"
+
+    # -- kernels ----------------------------------------------------------------
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, RelInfo] | None = None) -> str:
+        assert constant is None
+        out_dims, red_dims = spec.dims[: spec.n_out], spec.dims[spec.n_out:]
+        self._check(max([spec.out_size, *spec.in_sizes]), "dense array")
+        elements = []
+        for arg, is_list, strides, size in zip(args, lists, spec.strides, spec.in_sizes):
+            if not is_list:
+                elements.append(arg)
+                continue
+            index = _digits("se_o", out_dims, _rm(out_dims), strides[:spec.n_out], spec.out_size)
+            if red_dims:
+                index += " + " + _digits("se_r", red_dims, _rm(red_dims), strides[spec.n_out:],
+                                         prod(red_dims))
+            elements.append(self._at(arg, size, index))
+        body = (self.scalar_binary(spec.op, *elements) if spec.arity == 2
+                else self.scalar_unary(spec.op, elements[0]))
+        if red_dims:
+            body = (f"list_{spec.agg}(list_transform(range({prod(red_dims)}), "
+                    f"lambda se_r: {body}))")
+        if out_dims:
+            body = f"list_transform(range({spec.out_size}), lambda se_o: {body})"
+        return body
+
+    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
+                  count: str | None, expected: int) -> str:
+        self._check(size, "list aggregate")
+        if size <= WIDE_LIMIT:
+            return super().aggregate(step, agg, value, size, count, expected)
+        # transposed: one list of the group's values, reduced element by element
+        result = (f"list_transform(range({size}), lambda se_i: list_{agg}("
+                  f"list_transform(list({value}), lambda se_v: se_v[1 + se_i])))")
+        if count is None:
+            return result
+        fn = "greatest" if agg == "max" else "least"
+        return (f"CASE WHEN {count} < {expected} THEN "
+                f"list_transform({result}, lambda x: {fn}(x, 0.0)) ELSE {result} END")
+
+    # -- repartitioning ---------------------------------------------------------
+    def take(self, step: StepBuilder, spec: GatherSpec, value: str, position: str) -> str:
+        self._check(spec.size, "dense array")
+        base = _digits(f"({position})", spec.new_dims, _rm(spec.new_dims), spec.new_strides,
+                       spec.positions)
+        offset = _digits("se_e", spec.sub_dims, _rm(spec.sub_dims), spec.sub_strides,
+                         spec.sub_size)
+        cut = (f"list_transform(range({spec.sub_size}), "
+               f"lambda se_e: {value}[1 + {base} + {offset}])")
+        return f"nullif({cut}, {self.zero(spec.sub_size)})"
+
+    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
+              value_is_list: bool) -> str:
+        """Sub-tensors of the group ordered by position, looked up for every position
+        (zeros where missing), concatenated, then permuted into the big tensor's layout."""
+        self._check(spec.size, "dense array")
+        zero = self.zero(spec.sub_size) if value_is_list else _ZERO
+        found = (f"list({value} ORDER BY {position})[list_position("
+                 f"list({position} ORDER BY {position}), se_q)]")
+        dense = f"list_transform(range({spec.positions}), lambda se_q: coalesce({found}, {zero}))"
+        if value_is_list:
+            dense = f"flatten({dense})"
+        # `dense` is row-major over new_dims + sub_dims; the big tensor has their strides
+        dims, strides = spec.new_dims + spec.sub_dims, spec.new_strides + spec.sub_strides
+        if list(strides) == _rm(dims):
+            return dense
+        index = _digits("se_k", dims, strides, _rm(dims), spec.size)
+        return (f"list_select({dense}, list_transform(range({spec.size}), "
+                f"lambda se_k: 1 + {index}))")
