@@ -33,9 +33,11 @@ def _workloads(scale: float, rng: np.random.Generator):
     n = int(100_000 * scale)
     sparse = sp.csr_matrix((rng.random(10 * n), (rng.integers(0, n, 10 * n),
                                                   rng.integers(0, n, 10 * n))), shape=(n, n))
+    m = n // 5
     return [
         ("ij->ij", "Ij->Ij", [rng.normal(size=(int(2000 * scale), 4096))]),   # bytes
         ("ij,j->i", "IJ,J->I", [sparse, rng.normal(size=n)]),               # tuples
+        ("ij,jk->ik", "IJ,JK->IK", [sparse[:m, :m], rng.normal(size=(m, 16))]),  # many groups
         ("ij,jk->ik", "IJ,Jk->Ik", [sparse, rng.normal(size=(n, 32))]),     # element adds
     ]
 

@@ -190,6 +190,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     program = _program(args.program)
     data = load_data(program, args.data) if args.data else None
     options = {"plan": args.plan} if args.plan else {}
+    if args.dsn is not None and args.dialect != "postgres":
+        args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
+    if args.database is not None and args.dialect != "duckdb":
+        args.parser.error(f"--database does not apply to --dialect {args.dialect}")
+    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database)) if v})
     text = compile_job(program, dialect=args.dialect, data=data, **options)
     if args.output == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -314,8 +319,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("-o", "--output", metavar="FILE", required=True,
                      help="SQL file to write ('-' for stdout)")
     sub.add_argument("--data", metavar="DIR",
-                     help="input data (for shapes and statistics), as for 'run'")
+                     help="data of the inputs without a table binding, as for 'run' "
+                          "(embedded in the job as INSERTs)")
     sub.add_argument("--plan", metavar="P", help=PLAN_HELP)
+    stats = sub.add_mutually_exclusive_group()
+    stats.add_argument("--dsn", help="PostgreSQL database to read shapes and statistics of the "
+                                     "input tables from (--dialect postgres)")
+    stats.add_argument("--database", metavar="FILE.duckdb",
+                       help="DuckDB file to read shapes and statistics of the input tables from "
+                            "(--dialect duckdb); without either, bounds must be declared")
 
     sub = command("calibrate", "Measure the cost model's constants on a database",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)

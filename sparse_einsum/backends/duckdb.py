@@ -62,6 +62,7 @@ class DuckDBBackend:
                  temp_directory: str | None = None, threads: int | None = None):
         self.owns = connection is None
         self.con = connection if connection is not None else duckdb.connect(database)
+        self.con.execute("SET enable_progress_bar = false")
         if memory_limit:
             self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
         if temp_directory:
@@ -131,8 +132,8 @@ class DuckDBBackend:
         if use.kind == "aggregate":
             return _aggregate_udf(use.agg, use.size), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
-        if use.kind == "take":
-            return _take_udf(use.spec), [_LIST, sqltypes.BIGINT], _LIST
+        if use.kind == "split":
+            return _split_udf(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
         if use.kind == "stack":
             item = duckdb.struct_type({"p": sqltypes.BIGINT, "v": _type(use.args_are_lists[0])})
             return _stack_udf(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
@@ -177,15 +178,19 @@ def _aggregate_udf(agg: str, expected: int):
     return udf
 
 
-def _take_udf(spec: GatherSpec):
+def _split_udf(spec: GatherSpec):
+    """Every piece of each value along the new axes, NULL where a piece is all zero."""
+    base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
     offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
+    index = (base[:, None] + offsets[None, :]).reshape(-1)
 
-    def udf(values, positions):
+    def udf(values):
         rows = _rows(values)
-        base = position_offsets(_scalars(positions), spec.new_dims, spec.new_strides)
-        out = np.take_along_axis(rows, base[:, None] + offsets[None, :], axis=1) if len(rows) \
+        pieces = rows[:, index].reshape(len(rows) * spec.positions, spec.sub_size) if len(rows) \
             else np.zeros((0, spec.sub_size))
-        return _list_array(out, mask=~np.any(out != 0, axis=1))
+        inner = _list_array(pieces, mask=~np.any(pieces != 0, axis=1))
+        outer = np.arange(0, len(rows) * spec.positions + 1, spec.positions, dtype=np.int32)
+        return pa.ListArray.from_arrays(pa.array(outer), inner)
     return udf
 
 

@@ -51,15 +51,36 @@ def import_table(backend, decl: InputDecl, table_name: str) -> ImportedTable:
             raise DataError(f"input {decl.name}: column {col!r} of table {src.table!r} holds "
                             f"key {high}, outside the declared bound {label}:{bound}")
         shape.append(bound if bound is not None else size)
+    backend.execute(import_sql(decl, table_name, backend.dialect))
+    rel = RelInfo(table_name, decl.name, tuple(shape), tuple(range(len(shape))), decl.labels)
+    return ImportedTable(rel, table_stats(backend, rel))
+
+
+def checked_table_sql(table_name: str, decl: InputDecl, shape: tuple[int, ...], dialect) -> str:
+    """CREATE TABLE of an all-promoted relation of `decl` whose keys must lie in `shape`:
+    a CHECK constraint per key, so rows outside the bounds make the INSERT fail."""
+    q = dialect.q
+    kind = "TEMP TABLE" if dialect.temporary else "TABLE"
+    cols = [f"{q(l)} BIGINT NOT NULL CONSTRAINT {q(f'input {decl.name}: key {l} outside 0..{n - 1}')}"
+            f" CHECK ({q(l)} >= 0 AND {q(l)} < {int(n)})" for l, n in zip(decl.labels, shape)]
+    return f"CREATE {kind} {q(table_name)} ({', '.join(cols + ['val DOUBLE PRECISION NOT NULL'])})"
+
+
+def import_sql(decl: InputDecl, table_name: str, dialect, shape: tuple[int, ...] | None = None) -> str:
+    """SQL creating the all-promoted relation of `decl` from its source table (duplicate keys
+    summed, zeros and NULL keys dropped). With `shape`, two statements: a table with
+    `checked_table_sql` and an INSERT, which fails on keys outside `shape`."""
+    q, src = dialect.q, decl.source
+    keys = [q(c) for c in src.keys]
     value = f"CAST({q(src.value)} AS DOUBLE PRECISION)" if src.value else "1.0"
     selected = ", ".join(f"CAST({k} AS BIGINT) AS {q(l)}" for k, l in zip(keys, decl.labels))
     not_null = " AND ".join(f"{k} IS NOT NULL" for k in keys) or "TRUE"
     group = ", ".join(str(n + 1) for n in range(len(keys)))
     sql = (f"SELECT {selected}, sum({value}) AS val FROM {q(src.table)} WHERE {not_null}"
            + (f" GROUP BY {group}" if group else "") + f" HAVING sum({value}) <> 0")
-    backend.execute(backend.dialect.create(table_name, sql))
-    rel = RelInfo(table_name, decl.name, tuple(shape), tuple(range(len(shape))), decl.labels)
-    return ImportedTable(rel, table_stats(backend, rel))
+    if shape is None:
+        return dialect.create(table_name, sql)
+    return f"{checked_table_sql(table_name, decl, shape, dialect)};\nINSERT INTO {q(table_name)} {sql}"
 
 
 def table_stats(backend, rel: RelInfo) -> TensorStats:

@@ -52,6 +52,10 @@ class Dialect:
             "powc": "power({x}, {c})",
         }[name].format(x=x, c=c)
 
+    def idiv(self, a: str, b: int) -> str:
+        """Integer division."""
+        return f"({a} // {int(b)})"
+
     def scalar_binary(self, op: str, a: str, b: str) -> str:
         return f"({a} {dict(mul='*', add='+', sub='-', div='/')[op]} {b})"
 
@@ -65,17 +69,16 @@ class Dialect:
         """Aggregate list values element-wise; where count < expected, combine with 0."""
         raise NotImplementedError
 
-    def take(self, step: "StepBuilder", spec: GatherSpec, value: str, position: str) -> str:
-        """Sub-tensor at `position` (row-major over spec.new_dims), NULL when all zero."""
+    def explode(self, step: "StepBuilder", spec: GatherSpec, table: str, kept: list[str]) -> str:
+        """SELECT of one row per piece of each value of `table` (alias r): the `kept`
+        columns, ``p`` (the piece's position, row-major over spec.new_dims) and ``val``
+        (the piece: a scalar, or a sub-tensor that is NULL when all zero)."""
         raise NotImplementedError
 
     def stack(self, step: "StepBuilder", spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:
         """Aggregate expression scattering sub-tensors into a zero tensor."""
         raise NotImplementedError
-
-    def element(self, value: str, offset: str) -> str:
-        return f"{value}[1 + {offset}]"
 
     def broadcast_constants(self) -> bool:
         """Bind single-tuple operands into the kernel instead of joining them."""
@@ -289,25 +292,20 @@ class Compiler:
         return rel
 
     def _decompose(self, rel: RelInfo, union: tuple[int, ...]) -> RelInfo:
+        """Split each value along the newly promoted axes; drop all-zero pieces."""
         d, q = self.d, self.d.q
         new = tuple(a for a in union if a not in rel.axes)
         out = self._new_rel(rel.tensor, union)
         spec = take_spec(rel.shape, rel.axes, new)
         b = StepBuilder(self.prefix, self._kernels)
-        ranges = [d.range_from(rel.shape[a], f"x{a}") for a in new]
-        offset = " + ".join(f"x{a} * {s}" for a, s in zip(new, spec.new_strides))
+        kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.axes]
+        pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
         steps = [prod(spec.new_dims[k + 1:]) for k in range(len(new))]
-        position = " + ".join(f"x{a} * {s}" for a, s in zip(new, steps))
-        keys = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" if a in rel.axes
-                else f"x{a} AS {q(out.column(a))}" for a in union]
-        frm = f"{q(rel.table)} AS r CROSS JOIN " + " CROSS JOIN ".join(ranges)
-        if spec.sub_dims:
-            value = d.take(b, spec, "r.val", position)
-        else:
-            value = d.element("r.val", offset)
-        sql = d.create(out.table, f"SELECT * FROM (SELECT {', '.join(keys)}, {value} AS val "
-                                  f"FROM {frm}) AS t WHERE val IS NOT NULL"
-                                  + ("" if spec.sub_dims else " AND val <> 0"))
+        keys = [q(out.column(a)) if a in rel.axes else
+                f"{d.idiv('p', s)} % {rel.shape[a]} AS {q(out.column(a))}"
+                for a, s in zip(union, [steps[new.index(a)] if a in new else 0 for a in union])]
+        sql = d.create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
+                                  "WHERE val IS NOT NULL" + ("" if spec.sub_dims else " AND val <> 0"))
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"decompose {rel.tensor} by {self._axes_label(rel.tensor, union)}"))
         return out

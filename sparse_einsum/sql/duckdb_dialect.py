@@ -40,9 +40,12 @@ class DuckDBDialect(Dialect):
         return (f"CASE WHEN {count} < {expected} THEN "
                 f"list_transform({wide}, lambda x: {fn}(x, 0.0)) ELSE {wide} END")
 
-    def take(self, step: StepBuilder, spec: GatherSpec, value: str, position: str) -> str:
-        name = step.use("take", spec, (True, False), True)
-        return f"{name}({value}, {position})"
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        pieces = "r.val"
+        if spec.sub_dims:   # a UDF returns every piece at once (NULL when all zero)
+            pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
+        cols = ", ".join(kept + [f"unnest(range({spec.positions})) AS p", f"unnest({pieces}) AS val"])
+        return f"SELECT {cols} FROM {table} AS r"
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:

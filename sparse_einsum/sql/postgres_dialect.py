@@ -30,6 +30,9 @@ class PostgresDialect(Dialect):
         kind = "TEMP TABLE" if self.temporary else ("UNLOGGED TABLE" if self.unlogged else "TABLE")
         return f"CREATE {kind} {self.q(table)} AS {select}"
 
+    def idiv(self, a: str, b: int) -> str:
+        return f"({a} / {int(b)})"
+
     def range_from(self, n: int, column: str) -> str:
         return f"generate_series(0, {int(n) - 1}) AS r_{column}({column})"
 
@@ -64,8 +67,13 @@ class PostgresDialect(Dialect):
         return (f"CASE WHEN {count} < {expected} THEN se_kernel1({_text(clip)}, {result}) "
                 f"ELSE {result} END")
 
-    def take(self, step: StepBuilder, spec: GatherSpec, value: str, position: str) -> str:
-        return f"se_take({_text(spec)}, {value}, {position})"
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        cols = ", ".join(kept)
+        if not spec.sub_dims:
+            return (f"SELECT {cols + ', ' if cols else ''}e.p - 1 AS p, e.v AS val FROM {table} AS r "
+                    "CROSS JOIN LATERAL unnest(r.val) WITH ORDINALITY AS e(v, p)")
+        return (f"SELECT {cols + ', ' if cols else ''}g.p AS p, se_take({_text(spec)}, r.val, g.p) "
+                f"AS val FROM {table} AS r CROSS JOIN generate_series(0, {spec.positions - 1}) AS g(p)")
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:
