@@ -73,10 +73,13 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db) -> dict:
     for name, cost, seconds, load in rows:
         print(f"  {name:<32} {cost:>10.3f} {seconds:>11.3f} {load:>8.3f}")
     rho = spearmanr([r[1] for r in rows], [r[2] for r in rows]).statistic
-    fastest = min(rows, key=lambda r: r[2])
+    # the criterion: rank 1 against ranks 2-3, relational and dense (greedy shown only)
+    compared = [r for r in rows if r[0] != "greedy"]
+    fastest = min(compared, key=lambda r: r[2])
     first = rows[0]
     print(f"  Spearman rank correlation {rho:.2f}; rank 1 {'IS' if fastest is first else 'is NOT'}"
-          f" the fastest ({first[2]:.3f} s vs best {fastest[2]:.3f} s by {fastest[0]})")
+          f" the fastest of top 3 + relational + dense ({first[2]:.3f} s vs best "
+          f"{fastest[2]:.3f} s by {fastest[0]})")
     return {"program": program, "rho": rho, "first_is_fastest": fastest is first}
 
 
