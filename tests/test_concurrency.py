@@ -1,0 +1,67 @@
+"""Two runs of the same program at the same time on the same database do not interfere."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import duckdb
+import numpy as np
+
+from sparse_einsum import run
+from sparse_einsum.backends.duckdb import DuckDBBackend
+from sparse_einsum.backends.postgres import PostgresBackend
+
+PROGRAM = """input A[i,j]
+input H[j,f]
+AH[i,f] = A[i,j] * H[j,f]
+Y[i,f] = relu(AH[i,f])
+M[i] = max(Y[i,f])
+output Y, M"""
+
+
+def _data(seed):
+    rng = np.random.default_rng(seed)
+    return {"A": np.where(rng.random((40, 40)) < 0.1, rng.normal(size=(40, 40)), 0.0),
+            "H": rng.normal(size=(40, 8))}
+
+
+def _check(results, datas):
+    for got, data in zip(results, datas):
+        y = np.maximum(data["A"] @ data["H"], 0.0)
+        np.testing.assert_allclose(got["Y"], y, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got["M"], y.max(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_concurrent_runs_on_one_postgres_database(pg_dsn, pg):
+    datas = [_data(s) for s in range(6)]
+
+    def one(k):
+        backend = PostgresBackend(pg_dsn)
+        try:
+            return run(PROGRAM, datas[k], plan=["relational", "optimal", "random:2"][k % 3],
+                       backend=backend)
+        finally:
+            backend.close()
+
+    with ThreadPoolExecutor(3) as pool:
+        _check(list(pool.map(one, range(6))), datas)
+    left = pg.query("SELECT count(*) FROM information_schema.tables "
+                    "WHERE table_name LIKE 'se\\_%' ESCAPE '\\'", [])[0][0]
+    assert left == 0
+
+
+def test_concurrent_runs_on_one_duckdb_file(tmp_path):
+    path = str(tmp_path / "shared.duckdb")
+    root = duckdb.connect(path)
+    datas = [_data(s) for s in range(6)]
+
+    def one(k):
+        backend = DuckDBBackend(root.cursor())
+        return run(PROGRAM, datas[k], plan=["relational", "optimal", "random:2"][k % 3],
+                   backend=backend)
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            _check(list(pool.map(one, range(6))), datas)
+        assert root.execute("SELECT count(*) FROM information_schema.tables").fetchall()[0][0] == 0
+    finally:
+        root.close()
