@@ -112,14 +112,19 @@ class CostModel:
         tuple_out = _tuple_bytes(v.labels, shapes[v.name], promoted)
         if max(tuple_in + [tuple_out]) > self.cap:
             return False
+        sizes = self._sizes[v.name]
+        if all(l in promoted for l in v.all_labels):
+            return True                       # no kernel: plain SQL on scalars
         ops = self._ops[v.name]
-        rows = min(self._join_tuples(v, ops, [o.tuples(promoted) for o in ops], promoted,
-                                     self._sizes[v.name]), KERNEL_BATCH)
+        rows = min(self._join_tuples(v, ops, [o.tuples(promoted) for o in ops], promoted, sizes),
+                   KERNEL_BATCH)
+        payload_in = [_payload_bytes(o.labels, shapes[o.tensor], promoted) for o in v.operands]
         keyed = [any(l in promoted for l in o.labels) for o in v.operands]
-        per_row = sum(b for b, k in zip(tuple_in, keyed) if k) + tuple_out
+        per_row = sum(b for b, k in zip(payload_in, keyed) if k)
+        per_row += _payload_bytes(v.labels, shapes[v.name], promoted)
         if not (v.annihilates and v.op == "mul"):
-            per_row += 8.0 * prod(self._sizes[v.name][l] for l in v.all_labels if l not in promoted)
-        once = sum(b for b, k in zip(tuple_in, keyed) if not k)
+            per_row += 8.0 * prod(sizes[l] for l in v.all_labels if l not in promoted)
+        once = sum(b for b, k in zip(payload_in, keyed) if not k)
         return rows * per_row + once <= self.cap
 
     # -- one vertex -----------------------------------------------------------

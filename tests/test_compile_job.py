@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from glob import glob
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from sparse_einsum import PlanError, ProgramError, run
+from sparse_einsum.api import load_program
 from sparse_einsum.cli import main
 from sparse_einsum.compile_job import compile_job
 from sparse_einsum.sql.duckdb_builtin_dialect import LIST_LIMIT
@@ -174,7 +176,6 @@ def test_duckdb_job_matches_run(name, plan, tmp_path, duck_file, duckdb_cli):
     assert "temp=0" in done.stdout                              # nothing left in the session
     want = expected(program, tables)
     check_outputs(duck_fetch(path), program, want)
-    assert done.returncode == 0
     again = subprocess.run([duckdb_cli, str(path), "-f", str(job)], capture_output=True,
                            text=True, timeout=300)              # re-run replaces the outputs
     assert again.returncode == 0, again.stderr
@@ -224,6 +225,17 @@ def test_duckdb_hostile_table_name(tmp_path, duck_file, duckdb_cli):
     done = duck_run(duckdb_cli, path, job)
     assert done.returncode == 0, done.stderr
     assert sorted(duck_fetch(path)('SELECT * FROM "S"')) == [(0, 1.0), (2, 2.0)]
+    assert "cj_y" in duck_tables(path)
+
+    # an output name from a Program object (the parser only allows identifiers)
+    parsed = load_program(program.replace("output S", "output S\nV[i] = S[i] * 2\noutput V"))
+    hostile = 'V"; DROP TABLE cj_y; --'
+    parsed.statements[-1] = replace(parsed.statements[-1], out=hostile, text="")
+    parsed.outputs[-1] = hostile
+    job.write_text(compile_job(parsed, dialect="duckdb"))
+    done = duck_run(duckdb_cli, path, job)
+    assert done.returncode == 0, done.stderr
+    assert sorted(duck_fetch(path)(f"SELECT * FROM {_q(hostile)}")) == [(0, 2.0), (2, 4.0)]
     assert "cj_y" in duck_tables(path)
 
 
@@ -331,10 +343,12 @@ def test_postgres_failures_leave_previous_outputs(tmp_path, pg, pg_dsn, pg_table
     assert failed.returncode != 0 and "no such table" in failed.stderr
     assert pg.query('SELECT * FROM "Z" ORDER BY 1, 2', []) == before
 
+    tables = pg_user_tables(pg)
     pg.execute(f"INSERT INTO cj_edges VALUES ({N}, 0, 1.0)")
     failed = psql_run(psql, pg_dsn, job)
     assert failed.returncode != 0 and "input A: key i outside 0..11" in failed.stderr
     assert pg.query('SELECT * FROM "Z" ORDER BY 1, 2', []) == before
+    assert pg_user_tables(pg) == tables
 
 
 def test_postgres_hostile_table_name(tmp_path, pg, pg_dsn, pg_tables, psql):

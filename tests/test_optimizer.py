@@ -204,7 +204,7 @@ def test_memory_cap_excludes_big_tuples():
     rng = np.random.default_rng(0)
     dense = {"T0": rng.normal(size=(64, 64)), "T1": rng.normal(size=(64, 64))}
     dag = build_dag(einsum_program(["ij", "jk"], "ik"), dense)
-    opt = Optimizer.build(dag, input_statistics(dag, dense), max_tuple_bytes=64 * 8)
+    opt = Optimizer.build(dag, input_statistics(dag, dense), max_tuple_bytes=64 * 64 * 8 - 1)
     for plan in opt.top(5):
         assert len(plan.promoted["OUT"]) >= 1   # 64x64 doubles do not fit one tuple
 
