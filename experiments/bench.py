@@ -259,6 +259,7 @@ class Result:
     max_abs_diff: float | None = None
     note: str = ""
     plan_key: tuple | None = None
+    steps: list[tuple[str, float]] = field(default_factory=list)     # of the last run
 
     @property
     def median(self) -> float | None:
@@ -567,6 +568,7 @@ def run_sql(w: Workload, dag, plan, row: Result, db, repeats: int, timeout: floa
                 row.loads.append(sum(s.seconds for s in run.steps if s.vertex is None))
                 row.walls.append(wall)
                 out = run.outputs[w.output]
+                row.steps = [(s.label, s.seconds) for s in run.steps]
                 del run
                 log(f"    {row.method} run {n + 1}: {row.times[-1]:.3f} s "
                     f"(load {row.loads[-1]:.3f} s, wall {wall:.3f} s)")
@@ -695,7 +697,7 @@ def table_rows(rows: list[Result]) -> list[list[str]]:
         ratio = r.median / opt.median if (opt and r.median is not None and r.status != "timeout"
                                           and opt.median > 0) else None
         out.append([r.method, r.status, _num(r.est_cost, ".4g"), _num(r.median),
-                    _num(ratio, ".2f"), _num(r.load), _num(r.wall), _mb(r.peak_rss),
+                    _num(ratio, ".3g"), _num(r.load), _num(r.wall), _mb(r.peak_rss),
                     _mb(r.rss_growth), _mb(r.duck_peak), _mb(r.duck_spill),
                     _num(r.opt_seconds), _num(r.max_abs_diff, ".1e"), r.note])
     return out
@@ -853,6 +855,10 @@ def main(argv: list[str] | None = None) -> int:
                        f"{os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
             title = f"{w.name} on {w.dataset}, {db.name}, median of {repeats}"
             text = f"{header}\n\n{title}\ndata: {w.describe}\n\n{table}\n\n{summary}\n"
+            text += "\nSQL plans and the step times of their last run:\n" + "\n".join(
+                f"\n{r.method} ({r.status}, estimated cost {_num(r.est_cost, '.4g')}):\n" +
+                "\n".join(f"  {sec:9.3f} s  {label}" for label, sec in r.steps)
+                for r in rows if r.kind == "sql" and r.steps and not r.note.startswith("same plan"))
             log("\n" + title + "\n" + table + "\n" + summary)
             stem = out_dir / f"bench_{w.name}_{w.dataset}_{db.name}"
             write_csv(stem.with_suffix(".csv"), w, db.name, rows)
