@@ -8,7 +8,6 @@ decomposes it differently from a consumer, a repartition runs between them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 from .program.dag import Dag, Operand, Vertex
 
@@ -94,9 +93,3 @@ class Plan:
             lines.append(f"{self.uclc(v):<48} {'; '.join(schemas)}")
         return "\n".join(lines)
 
-
-def tuple_bytes(dag: Dag, tensor: str, labels: tuple[str, ...], promoted: frozenset[str]) -> int:
-    """Bytes of one tuple of `tensor` when `promoted` labels are keys."""
-    shape = dag.shapes[tensor]
-    keys = sum(1 for l in labels if l in promoted)
-    return 8 * keys + 8 * prod(shape[a] for a, l in enumerate(labels) if l not in promoted)

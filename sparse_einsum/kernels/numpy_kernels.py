@@ -140,16 +140,7 @@ def _run_chunk(spec: KernelSpec, flats: list[np.ndarray], shared: set[int], n: i
     return np.broadcast_to(np.asarray(values), (n, *np.shape(values)[1:]))
 
 
-def gather_take(spec_size: int, new_dims, new_strides, sub_dims, sub_strides,
-                values: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Sub-tensors at `positions` of each row of `values` (batch, size) -> (batch, sub)."""
-    base = _position_offsets(positions, new_dims, new_strides)
-    offsets = _position_offsets(np.arange(prod(sub_dims)), sub_dims, sub_strides)
-    index = base[:, None] + offsets[None, :]
-    return np.take_along_axis(values, index, axis=1)
-
-
-def _position_offsets(positions: np.ndarray, dims, strides) -> np.ndarray:
+def position_offsets(positions: np.ndarray, dims, strides) -> np.ndarray:
     """Flat offsets of row-major positions over `dims` placed with `strides`."""
     positions = np.asarray(positions, dtype=np.int64)
     offset = np.zeros(positions.shape, dtype=np.int64)
@@ -159,5 +150,3 @@ def _position_offsets(positions: np.ndarray, dims, strides) -> np.ndarray:
         rest //= d
     return offset
 
-
-position_offsets = _position_offsets

@@ -12,7 +12,7 @@ import opt_einsum
 
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
-from .model import Binary, Const, Expr, Program, Ref, Statement, Unary
+from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_refs
 
 _BINARY_OPS = {"*": "mul", "+": "add", "-": "sub", "/": "div"}
 # constant on the right: x OP c ; constant on the left: c OP x
@@ -33,7 +33,7 @@ class _Lowerer:
     def __init__(self, dag: Dag, st: Statement):
         self.dag, self.st, self.count = dag, st, 0
         self.sizes: dict[str, int] = {}
-        for ref in _refs(st.expr):
+        for ref in expr_refs(st.expr):
             self.sizes.update(zip(ref.labels, dag.shapes[ref.name]))
 
     def run(self) -> None:
@@ -120,16 +120,6 @@ class _Lowerer:
 
 def _letters(sizes: dict[str, int]) -> dict[str, str]:
     return {l: opt_einsum.get_symbol(k) for k, l in enumerate(sizes)}
-
-
-def _refs(expr: Expr) -> list[Ref]:
-    if isinstance(expr, Ref):
-        return [expr]
-    if isinstance(expr, Unary):
-        return _refs(expr.arg)
-    if isinstance(expr, Binary):
-        return _refs(expr.left) + _refs(expr.right)
-    return []
 
 
 def _product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
