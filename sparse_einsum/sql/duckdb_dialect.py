@@ -1,12 +1,22 @@
 """DuckDB SQL: NumPy kernels registered as arrow UDFs, wide SUM for small vectors."""
 from __future__ import annotations
 
+from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from .compiler import Dialect, StepBuilder
 from .relations import RelInfo
 
 # up to this many elements, list aggregates use one SQL aggregate per element
 WIDE_AGGREGATE_LIMIT = 256
+
+
+def _scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
+    """Position of the vector when the kernel is vector * scalar in the vector's order."""
+    if spec.op != "mul" or spec.arity != 2 or spec.n_out != len(spec.dims) or sum(lists) != 1:
+        return None
+    k = lists.index(True)
+    identity = tuple(row_major_strides(list(spec.dims)))
+    return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
 
 
 class DuckDBDialect(Dialect):
@@ -25,6 +35,10 @@ class DuckDBDialect(Dialect):
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
                constant: tuple[int, RelInfo] | None = None) -> str:
+        scaled = _scaled_vector(spec, lists) if constant is None else None
+        if scaled is not None:   # a built-in beats the UDF for vector * scalar (measured)
+            vector, scalar = args[scaled], args[1 - scaled]
+            return f"list_transform({vector}, lambda x: x * {scalar})"
         name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
         return f"{name}({', '.join(args)})"
 
