@@ -56,7 +56,8 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
             "uclc": plan.uclc(v),
             "schemas": [plan.schema(dag, v, o) for o in v.operands] + [plan.schema(dag, v)],
             "est_tuples": costs.get("est_tuples"),
-            "cost": {k: costs.get(k) for k in ("join", "aggregate", "repartition", "kernel", "total")},
+            "cost": costs.get("total"),
+            "cost_breakdown": {k: costs.get(k) for k in ("join", "aggregate", "repartition", "kernel")},
         })
     return {"rank": rank, "name": plan.name, "cost": plan.cost, "statements": statements,
             "repartitions": [f"{t}: {list(a)} -> {list(b)}" for t, a, b in plan.repartitions(dag)]}
@@ -91,10 +92,10 @@ def format_explanation(result: dict) -> str:
             header += f" {'tuples':>11} {'seconds':>8}"
         lines.append(header)
         for s in plan["statements"]:
-            c = s["cost"]
+            c = s["cost_breakdown"]
             row = (f"  {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
-                   f"{c['total']:>9.3g}")
+                   f"{s['cost']:>9.3g}")
             if "seconds" in plan:
                 row += f" {s.get('actual_tuples', 0):>11} {s.get('seconds', 0.0):>8.3f}"
             lines.append(row)
