@@ -726,27 +726,43 @@ def write_csv(path: Path, w: Workload, backend: str, rows: list[Result]) -> None
                           b[11], b[12], r.note])
 
 
-def write_chart(path: Path, title: str, rows: list[Result]) -> None:
+def write_chart(path: Path, title: str, rows: list[Result], timeout: float | None = None) -> None:
+    """Horizontal bars of median time (log scale); a timeout is a hatched bar at the limit."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
-    labels = [r.method for r in rows][::-1]
-    ok = [r for r in rows][::-1]
-    values = [r.median if (r.median is not None and r.status in ("ok", "MISMATCH")) else 0 for r in ok]
-    colors = ["tab:blue" if r.kind == "sql" else "tab:orange" for r in ok]
+    ordered = rows[::-1]
+    values, hatches, texts = [], [], []
+    for r in ordered:
+        if r.median is not None and r.status in ("ok", "MISMATCH"):
+            values.append(r.median)
+            hatches.append("")
+            texts.append(f"{r.median:.3g} s" + (" MISMATCH" if r.status == "MISMATCH" else ""))
+        elif r.status == "timeout" and timeout:
+            values.append(timeout)
+            hatches.append("//")
+            texts.append(f"timeout (> {timeout:.0f} s)")
+        else:
+            values.append(0.0)
+            hatches.append("")
+            texts.append(r.status)
     positive = [v for v in values if v > 0]
-    ax.barh(labels, values, color=colors)
-    ax.set_xscale("log")
     lo = min(positive) / 3 if positive else 1e-3
+    colors = ["tab:blue" if r.kind == "sql" else "tab:orange" for r in ordered]
+    bars = ax.barh([r.method for r in ordered], values, color=colors)
+    for bar, hatch in zip(bars, hatches):
+        if hatch:
+            bar.set_hatch(hatch)
+            bar.set_facecolor("white")
+            bar.set_edgecolor("tab:blue")
+    ax.set_xscale("log")
     ax.set_xlim(left=lo, right=max(positive) * 6 if positive else 1)
-    for y, (r, v) in enumerate(zip(ok, values)):
-        text = f"{v:.3g} s" if v > 0 else r.status
-        if r.status == "MISMATCH":
-            text += " MISMATCH"
+    for y, (v, text) in enumerate(zip(values, texts)):
         ax.text(v if v > 0 else lo, y, " " + text, va="center", fontsize=8)
-    ax.set_xlabel("median execution time (s, log scale; input loading excluded)")
+    ax.set_xlabel("median execution time (s, log scale; input loading excluded); "
+                  "blue: SQL plans, orange: libraries", fontsize=8)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -863,7 +879,7 @@ def main(argv: list[str] | None = None) -> int:
             stem = out_dir / f"bench_{w.name}_{w.dataset}_{db.name}"
             write_csv(stem.with_suffix(".csv"), w, db.name, rows)
             stem.with_suffix(".txt").write_text(text)
-            write_chart(stem.with_suffix(".png"), title, rows)
+            write_chart(stem.with_suffix(".png"), title, rows, timeout)
             log(f"wrote {stem}.csv, .txt, .png")
             failures += [f"{w.name}/{w.dataset} {r.method}: {r.note}" for r in rows
                          if r.status in ("MISMATCH", "error")]

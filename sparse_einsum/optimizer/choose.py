@@ -57,7 +57,6 @@ class Optimizer:
     def breakdown(self, plan: Plan) -> dict[str, dict[str, float]]:
         """Per vertex: estimated tuples and cost split into join/aggregate/repartition/kernel."""
         result = {}
-        seen: set[tuple] = set()
         for v in self.dag.vertices:
             promoted = plan.promoted[v.name]
             c = self.model.vertex(v, promoted)
@@ -66,8 +65,7 @@ class Optimizer:
                 need = _axes(operand.labels, promoted)
                 have = self.stored.get(operand.tensor) if operand.tensor in self.dag.inputs else \
                     _axes(self.dag.labels_of(operand.tensor), plan.promoted[operand.tensor])
-                if have is not None and have != need and (operand.tensor, have, need) not in seen:
-                    seen.add((operand.tensor, have, need))
+                if have is not None and have != need:
                     repart += self.model.repartition(operand.tensor, have, need)
             result[v.name] = {"join": c.join, "aggregate": c.aggregate, "kernel": c.kernel,
                               "repartition": repart, "total": c.total + repart,

@@ -4,8 +4,9 @@ jointly), `greedy` (locally cheapest, no alternatives kept) and `brute_force`
 (every combination; the tests' oracle).
 
 A partial plan is the set of choices made so far (vertex -> promoted labels) and
-the cost items they cause; cost items are keyed so that work shared by two
-consumers (a shared vertex, one repartition) is counted once.
+the cost items they cause; cost items are keyed so that a vertex shared by two
+consumers is counted once. Each consumer pays its own repartitions (the executor
+may reuse one, so that is an upper bound), which keeps the DP exact.
 """
 from __future__ import annotations
 
@@ -82,11 +83,11 @@ class _Search:
         self.local = {(v.name, p): model.vertex(v, p).total
                       for v in dag.vertices for p in self.options[v.name]}
 
-    def input_partial(self, tensor: str, need: tuple[int, ...]) -> Partial:
+    def input_partial(self, tensor: str, need: tuple[int, ...], consumer: str) -> Partial:
         """Loading an array input costs nothing; a stored table may need a repartition."""
         if tensor not in self.stored or self.stored[tensor] == need:
             return EMPTY
-        return EMPTY.plus(("r", tensor, self.stored[tensor], need),
+        return EMPTY.plus(("r", tensor, self.stored[tensor], need, consumer),
                           self.model.repartition(tensor, self.stored[tensor], need))
 
     def run_dp(self, k: int, fixed: dict[str, tuple[int, ...]]) -> list[Partial]:
@@ -101,7 +102,7 @@ class _Search:
                 for operand in v.operands:
                     need = _axes(operand.labels, promoted)
                     if operand.tensor in self.dag.inputs:
-                        cands = [self.input_partial(operand.tensor, need)]
+                        cands = [self.input_partial(operand.tensor, need, v.name)]
                     else:
                         cands = []
                         for have, lst in table[operand.tensor].items():
@@ -109,7 +110,7 @@ class _Search:
                                 if have == need:
                                     cands.append(part)
                                 else:
-                                    key = ("r", operand.tensor, have, need)
+                                    key = ("r", operand.tensor, have, need, v.name)
                                     cands.append(part.plus(key, self.model.repartition(
                                         operand.tensor, have, need)))
                         cands = _best(cands, k)
@@ -155,12 +156,12 @@ def greedy(dag: Dag, model: CostModel, stored: dict[str, tuple[int, ...]] | None
             for operand in v.operands:
                 need = _axes(operand.labels, promoted)
                 if operand.tensor in dag.inputs:
-                    cand = cand.merge(search.input_partial(operand.tensor, need))
+                    cand = cand.merge(search.input_partial(operand.tensor, need, v.name))
                 else:
                     have = _axes(dag.labels_of(operand.tensor),
                                  dict(cand.choices)[operand.tensor])
                     if have != need:
-                        cand = cand.plus(("r", operand.tensor, have, need),
+                        cand = cand.plus(("r", operand.tensor, have, need, v.name),
                                          model.repartition(operand.tensor, have, need))
             if best is None or cand.total < best.total:
                 best = cand
@@ -192,10 +193,10 @@ def plan_cost(dag: Dag, model: CostModel, choice: dict[str, frozenset[str]],
         for operand in v.operands:
             need = _axes(operand.labels, promoted)
             if operand.tensor in dag.inputs:
-                costs.update(dict(search.input_partial(operand.tensor, need).costs))
+                costs.update(dict(search.input_partial(operand.tensor, need, v.name).costs))
             else:
                 have = _axes(dag.labels_of(operand.tensor), choice[operand.tensor])
                 if have != need:
-                    costs[("r", operand.tensor, have, need)] = model.repartition(
+                    costs[("r", operand.tensor, have, need, v.name)] = model.repartition(
                         operand.tensor, have, need)
     return Partial.make(choice, costs)

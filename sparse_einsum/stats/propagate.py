@@ -7,11 +7,12 @@ the same uniformity assumption as formula 7.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 from math import prod
 
 from ..program.dag import Dag, Operand, Vertex
-from .tensor_stats import TensorStats, dense_stats, distinct_after
+from .tensor_stats import TensorStats, dense_stats, distinct_after, occupied
 
 
 @dataclass(frozen=True)
@@ -20,14 +21,17 @@ class OperandStats:
     nnz: float
     distinct: dict[str, float]     # V(l, U) per distinct label
     bounds: dict[str, int]
+    tensor: TensorStats | None = None      # set when the labels do not repeat
+    labels: tuple[str, ...] = ()
 
     def tuples(self, promoted) -> float:
-        """Formula 7 at the label level."""
+        """Formula 7 at the label level (or the tensor's propagated support)."""
         labels = [l for l in self.distinct if l in promoted]
         if self.nnz <= 0:
             return 0.0
-        n = prod(max(self.distinct[l], 1.0) for l in labels)
-        return distinct_after(n, self.nnz) if labels else 1.0
+        if self.tensor is not None:
+            return self.tensor.tuples(tuple(a for a, l in enumerate(self.labels) if l in promoted))
+        return occupied(self.nnz, [self.distinct[l] for l in labels], list(self.distinct.values()))
 
 
 def operand_stats(stats: TensorStats, operand: Operand) -> OperandStats:
@@ -43,7 +47,8 @@ def operand_stats(stats: TensorStats, operand: Operand) -> OperandStats:
             distinct[label] = stats.distinct[axis]
             bounds[label] = stats.shape[axis]
     distinct = {l: min(v, nnz) if nnz > 0 else 0.0 for l, v in distinct.items()}
-    return OperandStats(nnz, distinct, bounds)
+    plain = len(set(operand.labels)) == len(operand.labels)
+    return OperandStats(nnz, distinct, bounds, stats if plain else None, operand.labels)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,40 @@ def output_stats(vertex: Vertex, join: JoinEstimate, bounds: dict[str, int]) -> 
     return TensorStats(shape, tuples, distinct)
 
 
+def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
+            bounds: dict[str, int]) -> dict[frozenset[int], float]:
+    """Non-empty sub-tensors of the output for every set of promoted axes.
+
+    For a product, the projection on labels S of U join V is estimated as the join of
+    the operands' projections on S plus the shared labels, then the shared labels not
+    in S are projected out. This keeps the structure formula 7 forgets: T2[i,j,k] =
+    T0[i,k] * A[i,j] has as many (i,j) sub-tensors as A has non-zeros."""
+    result = {}
+    shared = [l for l in ops[0].distinct if len(ops) == 2 and l in ops[1].distinct]
+    for r in range(len(vertex.labels) + 1):
+        for axes in itertools.combinations(range(len(vertex.labels)), r):
+            s = {vertex.labels[a] for a in axes}
+            cap = float(prod(bounds[l] for l in s))
+            if not vertex.annihilates:
+                est = cap
+            elif len(ops) == 1:
+                est = ops[0].tuples(s)
+            else:
+                keep = s | set(shared)
+                est = ops[0].tuples(keep) * ops[1].tuples(keep) / prod(
+                    max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in shared)
+                if not set(shared) <= s:
+                    # project the other shared labels out; also bounded by the join
+                    # of the operands' own projections on S
+                    within = [l for l in shared if l in s]
+                    bound = ops[0].tuples(s) * ops[1].tuples(s) / prod(
+                        max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in within)
+                    est = min(distinct_after(prod(max(join.distinct[l], 1.0) for l in s), est),
+                              bound) if s else min(est, 1.0)
+            result[frozenset(axes)] = min(est, cap)
+    return result
+
+
 def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, TensorStats]:
     """Statistics of every tensor of the DAG: exact for inputs, estimated after."""
     stats = dict(input_stats)
@@ -103,5 +142,11 @@ def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, Tensor
         if not v.annihilates and not v.is_binary and not v.agg_labels:
             stats[v.name] = dense_stats(dag.shapes[v.name])
             continue
-        stats[v.name] = output_stats(v, relational_join(v, ops), bounds)
+        join = relational_join(v, ops)
+        out = output_stats(v, join, bounds)
+        if len(v.labels) <= 6:
+            sup = support(v, ops, join, bounds)
+            full = sup[frozenset(range(len(v.labels)))]
+            out = replace(out, nnz=min(out.nnz, full), support=sup)
+        stats[v.name] = out
     return stats

@@ -14,13 +14,19 @@ class TensorStats:
     shape: tuple[int, ...]
     nnz: float                      # T(U)
     distinct: tuple[float, ...]     # V(axis, U) for each axis
+    # estimated non-empty sub-tensors per set of promoted axes, propagated from the
+    # operands' structure (intermediates only; see stats.propagate)
+    support: dict[frozenset[int], float] | None = None
 
     def tuples(self, axes: tuple[int, ...] | frozenset[int]) -> float:
-        """Formula 7: expected tuples when `axes` are promoted (uniform placement)."""
+        """Expected tuples when `axes` are promoted: formula 7 (uniform placement),
+        or the propagated support when that is smaller."""
         if self.nnz <= 0:
             return 0.0
-        n = prod(max(self.distinct[a], 1.0) for a in axes)
-        return n * -np.expm1(-self.nnz / n) if n < 1e300 else self.nnz
+        uniform = occupied(self.nnz, [self.distinct[a] for a in axes], list(self.distinct))
+        if self.support is not None and frozenset(axes) in self.support:
+            return min(uniform, self.support[frozenset(axes)])
+        return uniform
 
     @property
     def density(self) -> float:
@@ -43,6 +49,19 @@ def exact_stats(x: object) -> TensorStats:
         others = tuple(a for a in range(array.ndim) if a != axis)
         distinct.append(float(np.count_nonzero(nonzero.any(axis=others) if others else nonzero)))
     return TensorStats(tuple(array.shape), float(np.count_nonzero(nonzero)), tuple(distinct))
+
+
+def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
+    """Formula 7 without replacement: non-empty sub-tensors when `nnz` non-zeros fall
+    uniformly on distinct cells of the box of non-empty indices (sizes `every`), grouped
+    by the promoted axes (sizes `promoted`). For sparse data this is formula 7,
+    n (1 - exp(-T/n)); for dense data it is exactly n."""
+    n = prod(max(v, 1.0) for v in promoted)
+    cells = max(prod(max(v, 1.0) for v in every), n)
+    density = min(nnz / cells, 1.0)
+    if density >= 1.0:
+        return n
+    return float(n * -np.expm1(cells / n * np.log1p(-density)))
 
 
 def distinct_after(values: float, draws: float) -> float:
