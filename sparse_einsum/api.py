@@ -14,7 +14,9 @@ from .executor import Execution, execute
 from .plan import Plan
 from .program.dag import Dag
 from .program.lower import lower
-from .program.model import InputDecl, Program, Ref, Statement, Binary
+from .program.model import Binary, InputDecl, Program, Ref, Statement
+from .program.parser import parse_program
+from .program.validate import infer_bounds
 from .optimizer.forced import forced_plan
 from .backends.tables import ImportedTable, import_table
 from .sql.relations import RelInfo
@@ -27,8 +29,6 @@ def load_program(program: Program | str | Path) -> Program:
     """A Program from a Program, a path to a .se file, or program text."""
     if isinstance(program, Program):
         return program
-    from .program.parser import parse_program
-    from .program.validate import validate_program
     text, source = str(program), None
     if isinstance(program, Path) or (("\n" not in text) and text.endswith(".se")):
         path = Path(program)
@@ -36,16 +36,13 @@ def load_program(program: Program | str | Path) -> Program:
             text, source = path.read_text(), str(path)
         except OSError as exc:
             raise SparseEinsumError(f"{path}: cannot read program: {exc.strerror}") from None
-    parsed = parse_program(text, source=source)
-    validate_program(parsed)
-    return parsed
+    return parse_program(text, source=source)     # parses and validates
 
 
 def input_shapes(program: Program, data: dict[str, object],
                  table_shapes: dict[str, tuple[int, ...]] | None = None
                  ) -> dict[str, tuple[int, ...]]:
     """Shapes of the bound inputs, checked against the declarations."""
-    from .program.validate import infer_bounds
     shapes = dict(table_shapes or {})
     for name in program.inputs:
         if name in shapes:
