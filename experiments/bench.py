@@ -589,7 +589,7 @@ def _check(row: Result, out, reference) -> None:
     if not row.max_abs_diff <= TOLERANCE * _scale(reference):
         row.status = "MISMATCH"
         row.note = (row.note + "; " if row.note else "") + \
-            f"max |diff| {row.max_abs_diff:.3g} to the scipy result"
+            f"max abs diff {row.max_abs_diff:.3g} to the scipy result"
 
 
 def run_library(name: str, prep, compute, row: Result, repeats: int, reference, log):
@@ -687,7 +687,7 @@ def _num(x: float | None, fmt: str = ".3f") -> str:
 
 
 COLUMNS = ("method", "status", "est. cost", "median s", "x optimal", "load s", "wall s",
-           "peak RSS MB", "+RSS MB", "duckdb MB", "spill MB", "opt s", "max|diff|", "note")
+           "peak RSS MB", "+RSS MB", "duckdb MB", "spill MB", "opt s", "max diff", "note")
 
 
 def table_rows(rows: list[Result]) -> list[list[str]]:

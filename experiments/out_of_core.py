@@ -190,7 +190,7 @@ def run_child(method: str, args, tmp: str) -> dict:
         oom = re.search(r"(MemoryError|[Mm]emory allocation[^\n]*failed[^\n]*|Cannot allocate memory)",
                         stderr)
         return {"method": method, "computes": DESCRIPTIONS[method],
-                "status": "OOM" if oom else "crashed",
+                "status": "OOM" if oom else ("killed" if proc.returncode < 0 else "crashed"),
                 "note": f"child died ({how}): {oom.group(0)}" if oom else
                         f"child died ({how}); see its stderr above",
                 "peak_rss_mb": usage.ru_maxrss / 1024, "process_s": elapsed}
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                 r["status"] = "MISMATCH"
                 failed = True
     header = ("method", "status", "exec s", "load s", "wall s", "peak RSS MB", "RSS after setup MB",
-              "duckdb peak MB", "spilled MB", "max|diff| to scipy", "computes / note")
+              "duckdb peak MB", "spilled MB", "max diff to scipy", "computes / note")
     rows = []
     for r in reports:
         def f(key, fmt=".1f"):
