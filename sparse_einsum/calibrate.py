@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.optimize import nnls
 
 from .api import einsum_program, make_backend, build_dag
-from .cost import CostModel, CostParams, save_params, config_path
+from .cost import CostModel, CostParams, config_path, load_params, save_params
 from .executor import execute
 from .optimizer.forced import pinned_plan
 from .optimizer.search import plan_cost
@@ -113,7 +113,7 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
     fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
-    params = CostParams(c_kernel=c_kernel, **fit)
+    params = CostParams(c_kernel=c_kernel, c_group=load_params(db.name).c_group, **fit)
     predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
     if path:
         import os
