@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     if own_tmp:
         args.temp_directory = os.path.join(tmp, "duckdb_spill")
     command = "python experiments/out_of_core.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    lines = [f"command: {command}",
+    from bench import code_version
+    lines = [f"command: {command}", f"code: {code_version()}",
              f"machine: {os.cpu_count()} cores, {platform.platform()}, python {platform.python_version()}",
              f"{args.workload} on {args.dataset}, hidden {args.hidden}; memory limit {args.memory_limit} "
              f"(DuckDB memory_limit; for the libraries RLIMIT_AS = address space after loading "
