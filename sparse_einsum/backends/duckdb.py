@@ -61,7 +61,9 @@ class DuckDBBackend:
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None):
         self.owns = connection is None
-        self.con = connection if connection is not None else duckdb.connect(database)
+        # a caller's connection gets its own cursor: same database, and an unfinished
+        # result of the caller's does not block our statements
+        self.con = connection.cursor() if connection is not None else duckdb.connect(database)
         self.con.execute("SET enable_progress_bar = false")
         if memory_limit:
             self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
@@ -72,8 +74,7 @@ class DuckDBBackend:
         self.dialect = DuckDBDialect()
 
     def close(self) -> None:
-        if self.owns:
-            self.con.close()
+        self.con.close()     # our own connection, or our cursor on the caller's
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: RelInfo, relation: Relation) -> None:
