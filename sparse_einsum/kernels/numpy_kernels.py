@@ -54,11 +54,6 @@ def unary_function(code: str) -> Callable[[np.ndarray], np.ndarray]:
     return _UNARY[code]
 
 
-def is_unary_code(code: str) -> bool:
-    name = code.split(":", 1)[0]
-    return name in _UNARY or (name in _WITH_CONST and ":" in code)
-
-
 def annihilates_zero(code: str) -> bool:
     """True when f(0) == 0, so that missing (zero) tuples stay missing."""
     with np.errstate(all="ignore"):

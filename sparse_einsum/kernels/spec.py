@@ -31,10 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-BINARY_KERNEL_OPS = ("mul", "add", "sub", "div")
-UNARY_KERNEL_FUNCTIONS = ("id", "neg", "relu", "exp", "log", "sqrt", "sigmoid", "tanh", "abs")
-CONST_KERNEL_FUNCTIONS = ("mulc", "addc", "subc", "rsubc", "divc", "rdivc", "maxc", "minc", "powc")
-
 
 def _ints(values: tuple[int, ...]) -> str:
     return ",".join(str(v) for v in values)

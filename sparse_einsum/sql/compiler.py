@@ -19,7 +19,6 @@ from .relations import KernelUse, RelInfo, Step
 class Dialect:
     """SQL that differs between engines. Subclasses fill in the kernel calls."""
     name = "generic"
-    list_type = "DOUBLE[]"
     param = "?"           # bound-parameter marker of the driver
 
     def q(self, ident: str) -> str:

@@ -17,7 +17,7 @@ from ..errors import PlanError
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from .compiler import StepBuilder
-from .duckdb_dialect import DuckDBDialect
+from .duckdb_dialect import DuckDBDialect, with_missing_zeros
 from .relations import RelInfo
 
 LIST_LIMIT = 4096        # longest dense array a job may hold in one tuple
@@ -108,11 +108,7 @@ class DuckDBBuiltinDialect(DuckDBDialect):
         # transposed: one list of the group's values, reduced element by element
         result = (f"list_transform(range({size}), lambda se_i: list_{agg}("
                   f"list_transform(list({value}), lambda se_v: se_v[1 + se_i])))")
-        if count is None:
-            return result
-        fn = "greatest" if agg == "max" else "least"
-        return (f"CASE WHEN {count} < {expected} THEN "
-                f"list_transform({result}, lambda x: {fn}(x, 0.0)) ELSE {result} END")
+        return with_missing_zeros(result, agg, count, expected)
 
     # -- repartitioning ---------------------------------------------------------
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:

@@ -19,6 +19,15 @@ def _scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
     return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
 
 
+def with_missing_zeros(result: str, agg: str, count: str | None, expected: int) -> str:
+    """max/min of a group that has fewer tuples than expected also sees the missing zeros."""
+    if count is None:
+        return result
+    fn = "greatest" if agg == "max" else "least"
+    return (f"CASE WHEN {count} < {expected} THEN "
+            f"list_transform({result}, lambda x: {fn}(x, 0.0)) ELSE {result} END")
+
+
 class DuckDBDialect(Dialect):
     name = "duckdb"
 
@@ -48,11 +57,7 @@ class DuckDBDialect(Dialect):
             name = step.use("aggregate", None, (True,), True, agg=agg, size=expected)
             return f"{name}(list({value}), {count or '0'})"
         wide = "list_value(" + ", ".join(f"{agg}({value}[{k + 1}])" for k in range(size)) + ")"
-        if count is None:
-            return wide
-        fn = "greatest" if agg == "max" else "least"
-        return (f"CASE WHEN {count} < {expected} THEN "
-                f"list_transform({wide}, lambda x: {fn}(x, 0.0)) ELSE {wide} END")
+        return with_missing_zeros(wide, agg, count, expected)
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         pieces = "r.val"

@@ -20,7 +20,6 @@ def _text(spec) -> str:
 
 class PostgresDialect(Dialect):
     name = "postgres"
-    list_type = "float8[]"
     param = "%s"
 
     def __init__(self, unlogged: bool = True):

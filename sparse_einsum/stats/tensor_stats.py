@@ -28,11 +28,6 @@ class TensorStats:
             return min(uniform, self.support[frozenset(axes)])
         return uniform
 
-    @property
-    def density(self) -> float:
-        size = prod(self.shape)
-        return self.nnz / size if size else 0.0
-
 
 def exact_stats(x: object) -> TensorStats:
     """Exact T and V from a NumPy array or scipy.sparse matrix (vectorised)."""
