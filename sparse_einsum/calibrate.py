@@ -1,45 +1,68 @@
 """`sparse-einsum calibrate`: fit the cost constants to the engine at hand.
 
-C_kernel comes from timing the kernels' own dense products (seconds per flop).
-The cost of a plan is linear in the other three constants, so timed runs of small
-programs under decompositions that stress tuples, bytes and element-wise adds give
-them by a non-negative least-squares fit on relative errors, with the kernel part
-of each run subtracted.
+C_kernel comes from timing the kernels' own dense products (seconds per flop), the
+two load constants from timing array inputs loaded into the engine. The cost of a
+plan is linear in the remaining constants (C_xfer, C_fixed, C_add, C_group), so they
+come from a non-negative least-squares fit, on relative errors, to the measured times
+of the plans the optimizer chooses between on three small programs (its top plans
+plus the relational and the dense plan), with loads and the kernel part subtracted.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import replace
+from math import prod
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import nnls
 
-from .api import einsum_program, make_backend, build_dag
-from .cost import CostModel, CostParams, config_path, load_params, save_params
+from .api import build_dag, load_program, make_backend
+from .cost import CostModel, CostParams, load_params, save_params
 from .executor import execute
-from .optimizer.forced import pinned_plan
+from .optimizer.choose import Optimizer
+from .optimizer.forced import dense_plan, relational_plan
 from .optimizer.search import plan_cost
+from .plan import Plan
+from .relation import decompose
+from .sql.relations import RelInfo
 from .stats.propagate import propagate
 from .stats.tensor_stats import exact_stats
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
+FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
 
 
-def _workloads(scale: float, rng: np.random.Generator):
-    """(subscripts, pinned plan, operands), each dominated by one constant."""
-    n = int(100_000 * scale)
-    sparse = sp.csr_matrix((rng.random(10 * n), (rng.integers(0, n, 10 * n),
-                                                  rng.integers(0, n, 10 * n))), shape=(n, n))
-    m = n // 5
-    return [
-        ("ij->ij", "Ij->Ij", [rng.normal(size=(int(2000 * scale), 4096))]),   # bytes
-        ("ij,j->i", "IJ,J->I", [sparse, rng.normal(size=n)]),               # tuples
-        ("ij,jk->ik", "IJ,JK->IK", [sparse[:m, :m], rng.normal(size=(m, 16))]),  # many groups
-        ("ij,jk->ik", "IJ,Jk->Ik", [sparse, rng.normal(size=(n, 32))]),     # element adds
-    ]
+_PROGRAMS = {
+    "spmm": "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\noutput Y\n",
+    "gcn": "input A[i,j]\ninput H[j,f]\ninput W[f,g]\nAH[i,f] = A[i,j] * H[j,f]\n"
+           "Y[i,g] = AH[i,f] * W[f,g]\noutput Y\n",
+    "sddmm": "input A[i,j]\ninput Q[i,f]\ninput K[j,f]\nT[i,j,f] = Q[i,f] * A[i,j]\n"
+             "S[i,j] = T[i,j,f] * K[j,f]\noutput S\n",
+}
+
+
+def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]:
+    """(program name, data): a graph (5 edges per node) with 128 features and 64-wide
+    weights, in the shapes of the GCN and attention programs."""
+    n = max(int(3000 * scale), 50)
+    graph = sp.csr_matrix((rng.random(5 * n), (rng.integers(0, n, 5 * n),
+                                               rng.integers(0, n, 5 * n))), shape=(n, n))
+    h, q, k = (rng.normal(size=(n, 128)) for _ in range(3))
+    return [("spmm", {"A": graph, "H": h}),
+            ("gcn", {"A": graph, "H": h, "W": rng.normal(size=(128, 64))}),
+            ("sddmm", {"A": graph, "Q": q, "K": k})]
+
+
+def _candidate_plans(opt: Optimizer) -> list[Plan]:
+    plans = opt.top(4)
+    for forced in (relational_plan(opt.dag), dense_plan(opt.dag)):
+        if all(opt.model.fits(v, forced.promoted[v.name]) for v in opt.dag.vertices) and \
+                all(forced.promoted != p.promoted for p in plans):
+            plans.append(forced)
+    return plans
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
@@ -79,45 +102,75 @@ def _numpy_seconds_per_flop(repeats: int) -> float:
     return statistics.median(times) / (2 * 4096 * 512 * 512)
 
 
+def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
+                   ) -> tuple[float, float]:
+    """c_load_tuple and c_load_byte: time decomposing and loading array inputs heavy in
+    tuples (a sparse matrix, fully promoted) and in bytes (dense rows), fitted by NNLS."""
+    n = int(100_000 * scale)
+    sparse = sp.csr_matrix((rng.random(5 * n), (rng.integers(0, n, 5 * n),
+                                                rng.integers(0, n, 5 * n))), shape=(n, n))
+    cases = [(sparse, (0, 1)), (rng.normal(size=n), (0,)),
+             (rng.normal(size=(int(1000 * scale) + 1, 4096)), (0,)),
+             (rng.normal(size=(512, 2048)), ())]
+    features, seconds = [], []
+    for k, (array, axes) in enumerate(cases):
+        rel = RelInfo(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape, axes=axes,
+                      columns=tuple(f"k{a}" for a in axes))
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            relation = decompose(array, axes)
+            db.load(rel, relation)
+            times.append(time.perf_counter() - start)
+            db.drop(rel)
+        width = prod(s for a, s in enumerate(array.shape) if a not in axes)
+        payload = 8.0 * width if len(axes) < array.ndim else 0.0
+        features.append([len(relation), len(relation) * payload])
+        seconds.append(statistics.median(times))
+    measured = np.array(seconds)
+    solution, _ = nnls(np.array(features) / measured[:, None], np.ones(len(seconds)))
+    return max(float(solution[0]), 1e-12), max(float(solution[1]), 1e-15)
+
+
 def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None = None,
               scale: float = 1.0, repeats: int = 3) -> dict:
-    """Measure, fit, store in the user's config file; returns the constants and the fit."""
+    """Measure, fit, store in the user's config file (or `path`); returns the constants,
+    where they were stored and, per timed plan, measured against predicted seconds."""
     rng = np.random.default_rng(0)
-    fitted = ("c_xfer", "c_fixed", "c_add")
     db = make_backend(backend, **({"dsn": dsn} if dsn else {}))
-    c_kernel = kernel_seconds_per_flop(db)
-    features, seconds, kernel_part = [], [], []
+    features, seconds, fixed_part, names = [], [], [], []
     try:
-        for subscripts, pinned, operands in _workloads(scale, rng):
-            terms, out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
-            program = einsum_program(terms, out)
-            data = {f"T{k}": x for k, x in enumerate(operands)}
-            dag = build_dag(program, data)
-            plan = pinned_plan(dag, pinned)
-            stats = propagate(dag, {n: exact_stats(x) for n, x in data.items()})
-            row = []
-            for field in fitted:
-                model = CostModel(dag, stats, replace(_UNIT, **{field: 1.0}))
-                row.append(plan_cost(dag, model, plan.promoted).total)
-            model = CostModel(dag, stats, replace(_UNIT, c_kernel=c_kernel))
-            kernel_part.append(plan_cost(dag, model, plan.promoted).total)
-            times = []
-            for _ in range(repeats):
-                run = execute(dag, plan, data, db)
-                times.append(sum(s.seconds for s in run.steps if not s.label.startswith("load")))
-            features.append(row)
-            seconds.append(statistics.median(times))
+        c_kernel = kernel_seconds_per_flop(db)
+        c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
+        for program, data in _workloads(scale, rng):
+            dag = build_dag(load_program(_PROGRAMS[program]), data)
+            input_stats = {n: exact_stats(x) for n, x in data.items()}
+            stats = propagate(dag, input_stats)
+            opt = Optimizer.build(dag, input_stats, params=load_params(db.name))
+            for plan in _candidate_plans(opt):
+                row = [plan_cost(dag, CostModel(dag, stats, replace(_UNIT, **{f: 1.0})),
+                                 plan.promoted).total for f in FITTED]
+                kernel = plan_cost(dag, CostModel(dag, stats, replace(_UNIT, c_kernel=c_kernel)),
+                                   plan.promoted).total
+                times = []
+                for _ in range(repeats + 1):          # the first run warms up
+                    run = execute(dag, plan, data, db)
+                    times.append(sum(s.seconds for s in run.steps
+                                     if not s.label.startswith("load ")))
+                features.append(row)
+                fixed_part.append(kernel)
+                seconds.append(statistics.median(times[1:]))
+                names.append(f"{program} {plan.name}")
     finally:
         db.close()
     measured = np.array(seconds)
-    rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
+    rest = np.maximum(measured - np.array(fixed_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
-    fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
-    params = CostParams(c_kernel=c_kernel, c_group=load_params(db.name).c_group, **fit)
-    predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
-    if path:
-        import os
-        os.environ["SPARSE_EINSUM_CONFIG"] = str(Path(path))
-    stored = save_params(db.name if hasattr(db, "name") else backend, params)
-    return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored or config_path()),
-            "fit": [{"measured_s": s, "predicted_s": float(p)} for s, p in zip(seconds, predicted)]}
+    fit = dict(zip(FITTED, (max(float(x), 1e-12) for x in solution)))
+    params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
+                        **fit)
+    predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(fixed_part)
+    stored = save_params(db.name, params, Path(path) if path else None)
+    return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored),
+            "fit": [{"plan": n, "measured_s": s, "predicted_s": float(p)}
+                    for n, s, p in zip(names, seconds, predicted)]}

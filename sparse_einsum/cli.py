@@ -212,12 +212,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate
     if args.dsn is not None and args.backend != "postgres":
         args.parser.error(f"--dsn does not apply to --backend {args.backend}")
-    constants = calibrate(backend=args.backend, dsn=args.dsn, path=args.output)
-    width = max((len(str(k)) for k in constants), default=0)
-    for key, value in constants.items():
-        print(f"{str(key).ljust(width)}  {value}")
-    if args.output:
-        print(f"constants written to {args.output}", file=sys.stderr)
+    if args.scale <= 0:
+        args.parser.error(f"--scale must be positive, not {args.scale}")
+    result = calibrate(backend=args.backend, dsn=args.dsn, path=args.output, scale=args.scale)
+    print(f"{'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
+    for row in result["fit"]:
+        print(f"{row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
+    print()
+    for key, value in result["constants"].items():
+        print(f"{key:<13} {value:.3g}")
+    print(f"constants for {result['backend']} written to {result['stored_in']}", file=sys.stderr)
     return 0
 
 
@@ -334,7 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
                      help="database to measure (default: duckdb)")
     sub.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
-    sub.add_argument("--output", metavar="FILE", help="where to save the constants")
+    sub.add_argument("--output", metavar="FILE", help="where to save the constants "
+                     "(default: the per-user config file the optimizer reads)")
+    sub.add_argument("--scale", type=float, default=1.0,
+                     help="size of the timed workloads (default 1; smaller is quicker, noisier)")
 
     sub = command("install-kernels",
                   "Build and install the PostgreSQL kernel extension into a database",

@@ -27,17 +27,21 @@ class CostParams:
     c_fixed: float
     c_add: float
     c_group: float = 0.0     # per group when a repartition stacks pieces into arrays
+    c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
+    c_load_byte: float = 0.0     # ... and per byte of array payload
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
 
-# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on
+# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on; the load
+# constants are the median of five DuckDB runs of the current calibration
 DEFAULT_PARAMS = {
     # c_group measured by timing one stack into 2708 row arrays against one array (DuckDB)
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
-                         c_group=3.5e-5),
-    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12),
+                         c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
+    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
+                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
 }
 
 
@@ -61,8 +65,9 @@ def load_params(backend: str) -> CostParams:
     return DEFAULT_PARAMS.get(backend, DEFAULT_PARAMS["duckdb"])
 
 
-def save_params(backend: str, params: CostParams) -> Path:
-    path = config_path()
+def save_params(backend: str, params: CostParams, path: Path | None = None) -> Path:
+    """Store `params` for `backend` in `path` (default: the user's config file)."""
+    path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     stored = json.loads(path.read_text()) if path.exists() else {}
     stored[backend] = params.to_dict()
@@ -187,6 +192,14 @@ class CostModel:
             return float(sizes[label])
         seen = [o.distinct[label] for o in ops if label in o.distinct]
         return min(seen)
+
+    # -- loading an array input ---------------------------------------------
+    def load(self, tensor: str, axes: tuple[int, ...]) -> float:
+        """Decomposing an in-memory input by `axes` and loading it into the engine."""
+        shape = self.dag.shapes[tensor]
+        demoted = [shape[a] for a in range(len(shape)) if a not in axes]
+        size = 8.0 * prod(demoted) if demoted else 0.0
+        return self.stats[tensor].tuples(axes) * (self.p.c_load_tuple + size * self.p.c_load_byte)
 
     # -- repartition ----------------------------------------------------------
     def repartition(self, tensor: str, have: tuple[int, ...], need: tuple[int, ...]) -> float:

@@ -57,7 +57,7 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
             "schemas": [plan.schema(dag, v, o) for o in v.operands] + [plan.schema(dag, v)],
             "est_tuples": costs.get("est_tuples"),
             "cost": costs.get("total"),
-            "cost_breakdown": {k: costs.get(k) for k in ("join", "aggregate", "repartition", "kernel")},
+            "cost_breakdown": {k: costs.get(k) for k in ("load", "join", "aggregate", "repartition", "kernel")},
         })
     return {"rank": rank, "name": plan.name, "cost": plan.cost, "statements": statements,
             "repartitions": [f"{t}: {list(a)} -> {list(b)}" for t, a, b in plan.repartitions(dag)]}
@@ -86,14 +86,14 @@ def format_explanation(result: dict) -> str:
         if "seconds" in plan:
             title += f", measured {plan['seconds']:.3f} s"
         lines += ["", title]
-        header = f"  {'statement':<44} {'est.tuples':>11} {'join':>9} {'agg':>9} {'repart':>9} " \
-                 f"{'kernel':>9} {'total':>9}"
+        header = f"  {'statement':<44} {'est.tuples':>11} {'load':>9} {'join':>9} {'agg':>9} " \
+                 f"{'repart':>9} {'kernel':>9} {'total':>9}"
         if "seconds" in plan:
             header += f" {'tuples':>11} {'seconds':>8}"
         lines.append(header)
         for s in plan["statements"]:
             c = s["cost_breakdown"]
-            row = (f"  {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['join']:>9.3g} "
+            row = (f"  {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
                    f"{s['cost']:>9.3g}")
             if "seconds" in plan:

@@ -43,11 +43,14 @@ def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Relation:
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
     if promoted == (0, 1):
-        coo = sp.coo_matrix(matrix)
-        coo.sum_duplicates()
-        keep = coo.data != 0
-        return Relation([coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)],
-                        coo.data[keep].astype(np.float64))
+        csr = sp.csr_matrix(matrix)
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        keep = csr.data != 0
+        return Relation([rows[keep], csr.indices[keep].astype(np.int64)],
+                        csr.data[keep].astype(np.float64))
     if promoted == ():
         return decompose(matrix.toarray(), ())
     major = sp.csr_matrix(matrix) if promoted == (0,) else sp.csc_matrix(matrix)

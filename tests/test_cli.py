@@ -1,6 +1,7 @@
 """The sparse-einsum command line, called in-process through `main`."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import scipy.sparse as sp
 
 from sparse_einsum import examples
 from sparse_einsum.cli import main
+from sparse_einsum.cost import CostParams, load_params
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SUBCOMMANDS = ["run", "explain", "compile", "calibrate", "install-kernels", "example"]
@@ -289,15 +291,19 @@ def test_compile_arguments(gcn, monkeypatch, tmp_path, capsys):
     assert main(["compile", str(program), "--dialect", "sqlite", "-o", "-"]) == 2
 
 
-def test_calibrate_arguments(monkeypatch, tmp_path, capsys):
-    calls = fake_module(monkeypatch, "sparse_einsum.calibrate",
-                        calibrate={"join_per_tuple": 1.5e-7, "kernel_per_flop": 2e-9})
-    assert main(["calibrate", "--output", str(tmp_path / "c.json")]) == 0
-    out = capsys.readouterr().out
-    assert "join_per_tuple" in out and "1.5e-07" in out
-    assert calls[0][2] == {"backend": "duckdb", "dsn": None, "path": str(tmp_path / "c.json")}
-    assert main(["calibrate", "--backend", "postgres", "--dsn", "host=x"]) == 0
-    assert calls[-1][2] == {"backend": "postgres", "dsn": "host=x", "path": None}
+def test_calibrate_measures_and_stores_constants(tmp_path, monkeypatch, capsys):
+    """A real (small) calibration on DuckDB; the optimizer then reads the stored constants."""
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", "--scale", "0.05", "--output", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "c_load_byte" in printed.out and str(out) in printed.err
+    stored = json.loads(out.read_text())["duckdb"]
+    assert set(stored) == set(CostParams.__dataclass_fields__)
+    assert all(value > 0 for value in stored.values())
+    monkeypatch.setenv("SPARSE_EINSUM_CONFIG", str(out))
+    assert load_params("duckdb") == CostParams(**stored)
+    assert main(["calibrate", "--scale", "0"]) == 2
+    assert main(["calibrate", "--dsn", "host=x"]) == 2
 
 
 def test_install_kernels_arguments(monkeypatch, capsys):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from einsum_cases import DENSITIES, EXPRESSIONS, operands, reference
 from sparse_einsum import einsum
@@ -40,3 +41,24 @@ def test_scalar_operands_and_result(backend):
     assert einsum(",->", 2.0, 3.5, plan="dense", backend=backend) == pytest.approx(7.0)
     got = einsum("i,i", np.arange(4.0), np.arange(4.0), plan="relational", backend=backend)
     assert np.ndim(got) == 0 and float(got) == pytest.approx(14.0)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "duplicates"])
+def test_sparse_inputs_in_any_format_decompose_alike(fmt):
+    from sparse_einsum.relation import compose, decompose
+    rng = np.random.default_rng(7)
+    rows, cols = rng.integers(0, 40, 300), rng.integers(0, 30, 300)
+    values = rng.normal(size=300)
+    matrix = sp.coo_matrix((values, (rows, cols)), shape=(40, 30))
+    expected = matrix.toarray()           # duplicates summed
+    if fmt == "duplicates":                 # not canonical: last row gets column 3 twice
+        csr = matrix.tocsr()
+        indptr = csr.indptr.copy()
+        indptr[-1] += 2
+        matrix = sp.csr_matrix((np.r_[csr.data, 1.5, 2.5], np.r_[csr.indices, 3, 3], indptr),
+                               shape=(40, 30))
+        expected[-1, 3] += 4.0
+    else:
+        matrix = matrix.asformat(fmt)
+    for axes in [(0, 1), (0,), (1,), ()]:
+        np.testing.assert_allclose(compose(decompose(matrix, axes), (40, 30), axes), expected)

@@ -215,3 +215,21 @@ def test_rank_plans_by_name(duck):
     dag = build_dag(einsum_program(["ij", "jk"], "ik"), data)
     costs = [choose_plan(dag, f"rank:{n}", data).cost for n in (1, 2, 3)]
     assert costs == sorted(costs) and choose_plan(dag, "optimal", data).cost == costs[0]
+
+
+def test_loading_inputs_is_priced_once_per_decomposition():
+    """Loading a sparse matrix densified costs its bytes; the breakdown adds up to the plan."""
+    rng = np.random.default_rng(2)
+    data = {"A": _uniform(2000, 2000, 8000, 5), "H": rng.normal(size=(2000, 64))}
+    program = load_program("input A[i,j]\ninput H[j,f]\nX[i,f] = A[i,j] * H[j,f]\n"
+                           "Y[i,f] = A[i,j] * X[j,f]\noutput Y")
+    dag = build_dag(program, data)
+    opt = Optimizer.build(dag, input_statistics(dag, data))
+    relational = frozenset("ijf")
+    assert opt.model.load("A", (0,)) > 100 * opt.model.load("A", (0, 1))   # 2000 dense rows
+    choice = {"X": relational, "Y": relational}
+    items = dict(plan_cost(dag, opt.model, choice).costs)
+    loads = [key for key in items if key[0] == "l"]
+    assert sorted(loads) == [("l", "A", (0, 1)), ("l", "H", (0, 1))]   # A loaded once
+    for plan in opt.top(4):
+        assert sum(s["total"] for s in plan.statement_costs.values()) == pytest.approx(plan.cost)

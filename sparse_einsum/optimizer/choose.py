@@ -55,20 +55,27 @@ class Optimizer:
         return plan
 
     def breakdown(self, plan: Plan) -> dict[str, dict[str, float]]:
-        """Per vertex: estimated tuples and cost split into join/aggregate/repartition/kernel."""
-        result = {}
+        """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
+        kernel (an input is loaded for the first statement that reads it that way)."""
+        result, loaded = {}, set()
         for v in self.dag.vertices:
             promoted = plan.promoted[v.name]
             c = self.model.vertex(v, promoted)
-            repart = 0.0
+            load = repart = 0.0
             for operand in v.operands:
                 need = _axes(operand.labels, promoted)
+                if operand.tensor in self.dag.inputs and operand.tensor not in self.stored:
+                    if (operand.tensor, need) not in loaded:
+                        loaded.add((operand.tensor, need))
+                        load += self.model.load(operand.tensor, need)
+                    continue
                 have = self.stored.get(operand.tensor) if operand.tensor in self.dag.inputs else \
                     _axes(self.dag.labels_of(operand.tensor), plan.promoted[operand.tensor])
-                if have is not None and have != need:
+                if have != need:
                     repart += self.model.repartition(operand.tensor, have, need)
-            result[v.name] = {"join": c.join, "aggregate": c.aggregate, "kernel": c.kernel,
-                              "repartition": repart, "total": c.total + repart,
+            result[v.name] = {"load": load, "join": c.join, "aggregate": c.aggregate,
+                              "kernel": c.kernel, "repartition": repart,
+                              "total": c.total + repart + load,
                               "est_tuples": c.out_tuples, "est_join_tuples": c.join_tuples}
         return result
 

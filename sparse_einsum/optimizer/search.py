@@ -84,8 +84,11 @@ class _Search:
                       for v in dag.vertices for p in self.options[v.name]}
 
     def input_partial(self, tensor: str, need: tuple[int, ...], consumer: str) -> Partial:
-        """Loading an array input costs nothing; a stored table may need a repartition."""
-        if tensor not in self.stored or self.stored[tensor] == need:
+        """An array input is loaded once per decomposition; a stored table may need a
+        repartition."""
+        if tensor not in self.stored:
+            return EMPTY.plus(("l", tensor, need), self.model.load(tensor, need))
+        if self.stored[tensor] == need:
             return EMPTY
         return EMPTY.plus(("r", tensor, self.stored[tensor], need, consumer),
                           self.model.repartition(tensor, self.stored[tensor], need))
