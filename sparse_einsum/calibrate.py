@@ -138,7 +138,7 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     where they were stored and, per timed plan, measured against predicted seconds."""
     rng = np.random.default_rng(0)
     db = make_backend(backend, **({"dsn": dsn} if dsn else {}))
-    features, seconds, fixed_part, names = [], [], [], []
+    features, seconds, kernel_part, names = [], [], [], []
     try:
         c_kernel = kernel_seconds_per_flop(db)
         c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
@@ -158,18 +158,18 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
                     times.append(sum(s.seconds for s in run.steps
                                      if not s.label.startswith("load ")))
                 features.append(row)
-                fixed_part.append(kernel)
+                kernel_part.append(kernel)
                 seconds.append(statistics.median(times[1:]))
                 names.append(f"{program} {plan.name}")
     finally:
         db.close()
     measured = np.array(seconds)
-    rest = np.maximum(measured - np.array(fixed_part), 0.05 * measured)
+    rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
     fit = dict(zip(FITTED, (max(float(x), 1e-12) for x in solution)))
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
                         **fit)
-    predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(fixed_part)
+    predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(kernel_part)
     stored = save_params(db.name, params, Path(path) if path else None)
     return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored),
             "fit": [{"plan": n, "measured_s": s, "predicted_s": float(p)}
