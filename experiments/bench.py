@@ -78,7 +78,6 @@ from sparse_einsum.errors import BackendError  # noqa: E402
 from sparse_einsum.executor import execute  # noqa: E402
 from sparse_einsum.optimizer.choose import Optimizer, input_statistics  # noqa: E402
 from sparse_einsum.optimizer.forced import dense_plan, relational_plan  # noqa: E402
-from sparse_einsum.optimizer.search import plan_cost  # noqa: E402
 from sparse_einsum.plan import Plan  # noqa: E402
 
 WORKLOADS = ("gcn2", "gcn_layer", "sparse_attention", "dense_attention", "chain3", "quantum")
@@ -522,7 +521,7 @@ def optimizer_candidates(w: Workload, dag, backend_name: str, log) -> tuple[list
                         f"{opt.model.cap / 2 ** 20:.0f} MiB")
             plans.append(None)
         else:
-            forced.cost = plan_cost(dag, opt.model, forced.promoted).total
+            forced = opt.priced(forced)
             row.est_cost = forced.cost
             plans.append(forced)
         rows.append(row)
@@ -530,10 +529,10 @@ def optimizer_candidates(w: Workload, dag, backend_name: str, log) -> tuple[list
         if set(labels) != {v.name for v in dag.vertices}:
             log(f"  ({hand} skipped: the program's vertices are not {sorted(labels)})")
             continue
-        plan = Plan({v.name: frozenset(labels[v.name]) for v in dag.vertices}, name=hand)
-        row = Result(hand, "sql", opt_seconds=0.0, plan_key=_plan_key(plan))
-        if all(opt.model.fits(v, plan.promoted[v.name]) for v in dag.vertices):
-            plan.cost = plan_cost(dag, opt.model, plan.promoted).total
+        hand_plan = Plan({v.name: frozenset(labels[v.name]) for v in dag.vertices}, name=hand)
+        row = Result(hand, "sql", opt_seconds=0.0, plan_key=_plan_key(hand_plan))
+        plan = opt.priced(hand_plan)
+        if plan is not None:
             row.est_cost = plan.cost
             plans.append(plan)
         else:

@@ -29,7 +29,6 @@ from sparse_einsum.api import build_dag, load_program, make_backend  # noqa: E40
 from sparse_einsum.executor import execute  # noqa: E402
 from sparse_einsum.optimizer.choose import Optimizer, input_statistics  # noqa: E402
 from sparse_einsum.optimizer.forced import dense_plan, relational_plan  # noqa: E402
-from sparse_einsum.optimizer.search import plan_cost  # noqa: E402
 
 PROGRAMS = ("gcn_layer", "sparse_attention", "chain3")
 
@@ -37,11 +36,11 @@ PROGRAMS = ("gcn_layer", "sparse_attention", "chain3")
 def candidate_plans(opt: Optimizer):
     plans = opt.top(3) + [opt.greedy()]
     for forced in (relational_plan(opt.dag), dense_plan(opt.dag)):
-        if all(opt.model.fits(v, forced.promoted[v.name]) for v in opt.dag.vertices):
-            forced.cost = plan_cost(opt.dag, opt.model, forced.promoted).total
-            plans.append(forced)
-        else:
+        priced = opt.priced(forced)
+        if priced is None:
             print(f"  ({forced.name} plan skipped: a tuple exceeds the memory cap)")
+        else:
+            plans.append(priced)
     unique, seen = [], {}
     for p in plans:
         key = tuple(sorted(p.promoted.items()))

@@ -58,9 +58,8 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]
 
 def _candidate_plans(opt: Optimizer) -> list[Plan]:
     plans = opt.top(4)
-    for forced in (relational_plan(opt.dag), dense_plan(opt.dag)):
-        if all(opt.model.fits(v, forced.promoted[v.name]) for v in opt.dag.vertices) and \
-                all(forced.promoted != p.promoted for p in plans):
+    for forced in (opt.priced(relational_plan(opt.dag)), opt.priced(dense_plan(opt.dag))):
+        if forced is not None and all(forced.promoted != p.promoted for p in plans):
             plans.append(forced)
     return plans
 

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from einsum_cases import DENSITIES, EXPRESSIONS, operands, reference
 from sparse_einsum import einsum
+from sparse_einsum.relation import compose, decompose
 
 PLANS = ["relational", "dense", "random:1", "random:2", "random:3"]
 
@@ -45,7 +46,6 @@ def test_scalar_operands_and_result(backend):
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "duplicates"])
 def test_sparse_inputs_in_any_format_decompose_alike(fmt):
-    from sparse_einsum.relation import compose, decompose
     rng = np.random.default_rng(7)
     rows, cols = rng.integers(0, 40, 300), rng.integers(0, 30, 300)
     values = rng.normal(size=300)

@@ -10,7 +10,7 @@ from ..plan import Plan
 from ..program.dag import Dag
 from ..stats.propagate import propagate
 from ..stats.tensor_stats import TensorStats, exact_stats
-from .search import Partial, _axes, dynamic_programming, greedy
+from .search import Partial, _axes, _Search, dynamic_programming, greedy, plan_cost
 
 
 def default_memory_cap() -> float:
@@ -54,25 +54,33 @@ class Optimizer:
         plan.statement_costs = self.breakdown(plan)
         return plan
 
+    def priced(self, plan: Plan) -> Plan | None:
+        """`plan` (a forced one, say) with its estimated costs, or None when a vertex
+        exceeds the memory cap."""
+        if not all(self.model.fits(v, plan.promoted[v.name]) for v in self.dag.vertices):
+            return None
+        return self.to_plan(self._cost_items(plan), plan.name)
+
+    def _cost_items(self, plan: Plan) -> Partial:
+        return plan_cost(self.dag, self.model, plan.promoted,
+                         _Search(self.dag, self.model, self.stored))
+
     def breakdown(self, plan: Plan) -> dict[str, dict[str, float]]:
         """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
-        kernel (an input is loaded for the first statement that reads it that way)."""
+        kernel, from the plan's cost items (an input load counts for the first statement
+        that reads it that way)."""
+        items = dict(self._cost_items(plan).costs)
         result, loaded = {}, set()
         for v in self.dag.vertices:
             promoted = plan.promoted[v.name]
             c = self.model.vertex(v, promoted)
-            load = repart = 0.0
+            repart = sum(cost for key, cost in items.items() if key[0] == "r" and key[-1] == v.name)
+            load = 0.0
             for operand in v.operands:
-                need = _axes(operand.labels, promoted)
-                if operand.tensor in self.dag.inputs and operand.tensor not in self.stored:
-                    if (operand.tensor, need) not in loaded:
-                        loaded.add((operand.tensor, need))
-                        load += self.model.load(operand.tensor, need)
-                    continue
-                have = self.stored.get(operand.tensor) if operand.tensor in self.dag.inputs else \
-                    _axes(self.dag.labels_of(operand.tensor), plan.promoted[operand.tensor])
-                if have != need:
-                    repart += self.model.repartition(operand.tensor, have, need)
+                key = ("l", operand.tensor, _axes(operand.labels, promoted))
+                if key in items and key not in loaded:
+                    loaded.add(key)
+                    load += items[key]
             result[v.name] = {"load": load, "join": c.join, "aggregate": c.aggregate,
                               "kernel": c.kernel, "repartition": repart,
                               "total": c.total + repart + load,
