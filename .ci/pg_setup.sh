@@ -25,8 +25,8 @@ fi
 echo "pg_setup: building the kernels"
 BUILD="$(mktemp -d)"
 trap 'rm -rf "$BUILD"' EXIT
-cp "$ROOT"/udf_kernels/postgres/{Makefile,*.control,*.sql,*.c} "$BUILD"/
-make -s -C "$BUILD" PG_CONFIG=$PGBIN/pg_config install
+cp -r "$ROOT"/udf_kernels/postgres "$ROOT"/udf_kernels/common "$BUILD"/
+make -s -C "$BUILD/postgres" PG_CONFIG=$PGBIN/pg_config install
 
 as_pg() { runuser -u postgres -- "$@"; }
 mkdir -p "$DIR"

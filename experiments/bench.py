@@ -1,35 +1,40 @@
 """Benchmark harness: sparse-einsum plans against the pure-relational plan, NumPy/scipy and PyTorch.
 
-    python experiments/bench.py --workload gcn2 --dataset cora [--backend duckdb|postgres]
+    python -m experiments.bench --workload gcn2 --dataset cora [--backend duckdb|postgres]
         [--dsn DSN] [--repeats 3] [--quick] [--d-k 1024] [--hidden 256]
         [--memory-limit 2GB] [--timeout 300] [--qubits 8] [--out experiments/results]
+        [--publish]
 
 ``--workload`` is one of gcn2, gcn_layer, sparse_attention, dense_attention, chain3,
 quantum (or a comma-separated list, or ``all``); ``--dataset`` a graph of
-experiments/datasets.py (karate, cora, citeseer, amazon-photo, amazon-computers,
-ogbn-arxiv) or, for ``quantum``, a circuit of experiments/circuits.py (qft,
+``experiments.datasets`` (karate, cora, citeseer, amazon-photo, amazon-computers,
+ogbn-arxiv) or, for ``quantum``, a circuit of ``experiments.circuits`` (qft,
 multiplier, quantum_volume; ``--qubits`` sets its size). ``--quick`` means karate
 (5 qubits for quantum), one repeat and a 60 s time limit: all workloads together
 finish in well under two minutes.
 
 In one process, on the same data, it runs
 
-* the optimizer's plans ``rank:1`` (= optimal), ``rank:2``, ``rank:3`` and ``greedy``,
-* the pure-relational plan (every label a key: the classic EinSum-to-SQL translation),
-* the dense plan (nothing a key) when every tuple fits the optimizer's memory cap,
-  else it is reported as "does not fit",
+* the plans of ``candidate_plans`` (sparse_einsum.optimizer.strategies), the list the
+  calibration compares too: the optimizer's ``rank:1`` (= optimal), ``rank:2``,
+  ``rank:3`` and ``greedy``, the pure-relational plan (every label a key: the classic
+  EinSum-to-SQL translation) and the dense plan (nothing a key); a plan that does not
+  fit the optimizer's memory cap is reported as "does not fit", one with the
+  decomposition of an earlier plan as "same plan as" it,
 * outside the database: scipy (sparse matrices where the data is sparse; its result is
   the reference every other method is checked against), NumPy with every matrix dense
   (skipped when a dense matrix would take more than a quarter of the machine's memory)
   and PyTorch CPU (``torch.sparse``) when ``import torch`` works.
 
-Per method it reports the median execution time of ``--repeats`` runs (for SQL plans the
-plan's statements only: loading the inputs and fetching the result are excluded, as for
-the libraries; ``load s`` is the median load time, ``wall s`` the whole ``execute``
-call, which the rank correlation with the estimated cost uses, since the cost model
-prices loads), the ratio to the optimal plan, the peak memory, the optimisation time
-(statistics + search), and the largest absolute difference to the scipy result; a
-difference above 1e-7 x max|reference| fails the run (exit status 1) after the
+Each run of a SQL plan is what a user of the library does: a `Session` on the program
+and data, its plan (``session.plan("optimal")``, ``"rank:2"``, ``"greedy"``, ...) and
+``session.run``. Per method it reports the median execution time of ``--repeats`` runs
+(for SQL plans the plan's statements only: loading the inputs and fetching the result
+are excluded, as for the libraries; ``load s`` is the median load time, ``wall s`` the
+whole run as the user sees it: Session, statistics, optimisation, loads, execution and
+fetching the result), the ratio to the optimal plan, the peak memory, the statistics +
+optimisation time (``opt s``), and the largest absolute difference to the scipy result;
+a difference above 1e-7 x max|reference| fails the run (exit status 1) after the
 table is written. Each SQL run has a time limit (``--timeout``): DuckDB is interrupted
 (``interrupt()``) and PostgreSQL cancelled from a timer thread, and the method is
 reported as "timeout".
@@ -43,17 +48,19 @@ sampled every 20 ms (DuckDB's buffer manager: tables and operator state, not Pyt
 objects) and ``spill MB`` the largest ``temporary_storage_bytes``. PostgreSQL runs in
 its own server processes, which are not measured.
 
-Results go to ``--out`` (default experiments/results): ``bench_<workload>_<dataset>_<backend>``
-``.csv``, ``.png`` (bar chart of median times) and ``.txt`` (the printed table). The
-Spearman rank correlation between estimated cost and measured time over the SQL plans
-that ran (distinct plans only) is printed and written to the .txt file.
+Results: ``bench_<workload>_<dataset>_<backend>.csv`` goes to ``--out`` (default
+experiments/results); the bar chart of median times (``.png``) and the printed table
+with each plan's step times (``.txt``) go to ``<out>/generated/``, which git ignores,
+or with ``--publish`` next to the CSV. The Spearman rank correlation between estimated
+cost and measured run time (loads included, as the cost model prices them; statistics
+and optimisation excluded) over the SQL plans that ran (distinct plans only) is
+printed and written to the .txt file.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import gc
-import math
 import os
 import platform
 import re
@@ -68,17 +75,17 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from sparse_einsum import Session
+from sparse_einsum.backends import open_backend
+from sparse_einsum.errors import BackendError
+from sparse_einsum.optimizer.context import OptimizerContext
+from sparse_einsum.optimizer.strategies import candidate_plans
+from sparse_einsum.plan import Plan
+from sparse_einsum.program.parser import load_program
 
-from workloads import PROGRAMS, dense, workload as graph_workload  # noqa: E402
-
-from sparse_einsum.api import build_dag, load_program, make_backend  # noqa: E402
-from sparse_einsum.errors import BackendError  # noqa: E402
-from sparse_einsum.executor import execute  # noqa: E402
-from sparse_einsum.optimizer.choose import Optimizer, input_statistics  # noqa: E402
-from sparse_einsum.optimizer.forced import dense_plan, relational_plan  # noqa: E402
-from sparse_einsum.plan import Plan  # noqa: E402
+from .common import (FOLDABLE, add_output_arguments, code_version, command_line,
+                     output_dirs)
+from .workloads import PROGRAMS, dense, workload as graph_workload
 
 WORKLOADS = ("gcn2", "gcn_layer", "sparse_attention", "dense_attention", "chain3", "quantum")
 CIRCUIT_NAMES = ("qft", "multiplier", "quantum_volume")
@@ -112,7 +119,7 @@ class Workload:
 def load_workload(name: str, dataset: str, *, hidden: int = 256, d_k: int = 1024,
                   qubits: int = 8) -> Workload:
     if name == "quantum":
-        from quantum import output_name, quantum_workload
+        from .quantum import output_name, quantum_workload
         text, data = quantum_workload(dataset, qubits)
         gates = [v for k, v in data.items() if k.startswith("G")]
         nnz = np.mean([np.count_nonzero(g) / g.size for g in gates])
@@ -251,6 +258,8 @@ class Result:
     times: list[float] = field(default_factory=list)
     loads: list[float] = field(default_factory=list)
     walls: list[float] = field(default_factory=list)
+    runs: list[float] = field(default_factory=list)      # session.run: loads + execution + fetch
+    opts: list[float] = field(default_factory=list)      # Session + statistics + optimisation
     peak_rss: int | None = None
     rss_growth: int | None = None
     duck_peak: int | None = None
@@ -259,6 +268,7 @@ class Result:
     max_abs_diff: float | None = None
     note: str = ""
     plan_key: tuple | None = None
+    spec: object = None              # what a user passes to Session.plan: a name or a Plan
     steps: list[tuple[str, float]] = field(default_factory=list)     # of the last run
 
     @property
@@ -272,6 +282,10 @@ class Result:
     @property
     def wall(self) -> float | None:
         return statistics.median(self.walls) if self.walls else None
+
+    @property
+    def run(self) -> float | None:
+        return statistics.median(self.runs) if self.runs else None
 
 
 def max_abs_diff(out, ref) -> float:
@@ -322,7 +336,7 @@ def library_methods(w: Workload) -> dict[str, tuple[Callable[[], object], Callab
                 psi = m @ psi
             return psi
 
-        from circuits import complex_state, real_state
+        from .circuits import complex_state, real_state
         psi0 = complex_state(d["S0"])
         size = 16 * d["S0"].shape[1] ** 2
         methods["scipy"] = (lambda: [sp.csr_matrix(complex_u(d[f"G{k}"])) for k in range(1, n_layers + 1)],
@@ -485,70 +499,101 @@ def _plan_key(plan) -> tuple:
     return tuple(sorted((k, tuple(sorted(v))) for k, v in plan.promoted.items()))
 
 
-def optimizer_candidates(w: Workload, dag, backend_name: str, log) -> tuple[list, list[Result], dict]:
-    """The SQL plans to run, their Result rows (est. cost, optimisation time) and timings."""
+def _too_big(ctx: OptimizerContext, plan: Plan) -> str:
+    """Why `plan` does not fit the memory cap."""
+    vertex = next((v.name for v in ctx.dag.vertices
+                   if not ctx.model.fits(v, plan.promoted[v.name])), "a vertex")
+    return f"a tuple of {vertex} exceeds the memory cap of {ctx.model.cap / 2 ** 20:.0f} MiB"
+
+
+# the table's rows for the plans of candidate_plans, in its order: rank:1 is "optimal"
+RANKED = ("rank:1", "rank:2", "rank:3")
+DISPLAY = {"rank:1": "optimal"}
+
+
+def optimizer_candidates(w: Workload, db, log) -> tuple[list, list[Result], dict, object]:
+    """The SQL plans to run (`candidate_plans` and the hand-written ones), their Result
+    rows (est. cost, what to pass to Session.plan), the optimisation timings and the DAG."""
     t0 = time.perf_counter()
-    stats = input_statistics(dag, w.data)
-    t1 = time.perf_counter()
-    opt = Optimizer.build(dag, stats, backend=backend_name)
-    t2 = time.perf_counter()
-    top = opt.top(3)
-    t3 = time.perf_counter()
-    greedy = opt.greedy()
-    t4 = time.perf_counter()
-    timing = {"statistics": t1 - t0, "build": t2 - t1, "dp_top3": t3 - t2, "greedy": t4 - t3}
-    log(f"  optimisation: statistics {timing['statistics']:.3f} s, propagation + cost model "
-        f"{timing['build']:.3f} s, DP top-3 {timing['dp_top3']:.3f} s, greedy {timing['greedy']:.3f} s")
-    names = ["optimal", "rank:2", "rank:3"]
+    with Session(w.program, w.data, backend=db) as session:
+        t1 = time.perf_counter()
+        session.stats()
+        t2 = time.perf_counter()
+        ctx = session.optimizer()
+        t3 = time.perf_counter()
+        found = candidate_plans(ctx, top=len(RANKED))
+        t4 = time.perf_counter()
+        folded = {alias: p.name for p in found for alias in p.aliases}
+        hand = {}
+        for name, labels in HAND_PLANS.get(w.name, {}).items():
+            if set(labels) != {v.name for v in ctx.dag.vertices}:
+                log(f"  ({name} skipped: the program's vertices are not {sorted(labels)})")
+                continue
+            hand[name] = ctx.price(Plan({v.name: frozenset(labels[v.name])
+                                         for v in ctx.dag.vertices}, name=name))
+        too_big = {p.name: _too_big(ctx, p) for p in [*found, *hand.values()] if not p.fits}
+        dag = session.dag
+    timing = {"session": t1 - t0, "statistics": t2 - t1, "build": t3 - t2,
+              "candidate_plans": t4 - t3}
+    log(f"  optimisation: Session (parse, bind, lower) {timing['session']:.3f} s, statistics "
+        f"{timing['statistics']:.3f} s, propagation + cost model {timing['build']:.3f} s, "
+        f"candidate plans (DP top {len(RANKED)}, greedy, relational, dense) "
+        f"{timing['candidate_plans']:.3f} s")
+    by_name = {p.name: p for p in found}
+    # rank:1..3 (skipped when the program has fewer plans), then greedy, relational and
+    # dense, each once: a strategy candidate_plans folded into an earlier plan shares its row
+    others = [n for n in FOLDABLE if n in by_name or n in folded]
+    others += [n for n in by_name if n not in RANKED and n not in FOLDABLE]
     plans, rows = [], []
-    base = timing["statistics"] + timing["build"]
-    for name, plan in zip(names, top):
+
+    def add(name: str, plan: Plan | None, spec: object) -> None:
+        row = Result(DISPLAY.get(name, name), "sql", spec=spec)
+        if plan is None:
+            row.status, row.note = "skipped", "the program has fewer plans"
+        elif not plan.fits:
+            row.status, row.note, row.opt_seconds = "does not fit", too_big[plan.name], 0.0
+            plan = None
+        else:
+            row.est_cost, row.plan_key = plan.cost, _plan_key(plan)
         plans.append(plan)
-        rows.append(Result(name, "sql", est_cost=plan.cost, opt_seconds=base + timing["dp_top3"],
-                           plan_key=_plan_key(plan)))
-    for name in names[len(top):]:
-        plans.append(None)
-        rows.append(Result(name, "sql", status="skipped", note="the program has fewer plans"))
-    plans.append(greedy)
-    rows.append(Result("greedy", "sql", est_cost=greedy.cost, opt_seconds=base + timing["greedy"],
-                       plan_key=_plan_key(greedy)))
-    for forced in (relational_plan(dag), dense_plan(dag)):
-        row = Result(forced.name, "sql", opt_seconds=0.0, plan_key=_plan_key(forced))
-        too_big = [v.name for v in dag.vertices if not opt.model.fits(v, forced.promoted[v.name])]
-        if too_big:
-            row.status = "does not fit"
-            row.note = (f"a tuple of {too_big[0]} exceeds the memory cap of "
-                        f"{opt.model.cap / 2 ** 20:.0f} MiB")
-            plans.append(None)
-        else:
-            forced = opt.priced(forced)
-            row.est_cost = forced.cost
-            plans.append(forced)
         rows.append(row)
-    for hand, labels in HAND_PLANS.get(w.name, {}).items():
-        if set(labels) != {v.name for v in dag.vertices}:
-            log(f"  ({hand} skipped: the program's vertices are not {sorted(labels)})")
-            continue
-        hand_plan = Plan({v.name: frozenset(labels[v.name]) for v in dag.vertices}, name=hand)
-        row = Result(hand, "sql", opt_seconds=0.0, plan_key=_plan_key(hand_plan))
-        plan = opt.priced(hand_plan)
-        if plan is not None:
-            row.est_cost = plan.cost
-            plans.append(plan)
+
+    for name in (*RANKED, *others):
+        if name in folded:
+            add(name, by_name[folded[name]], name)
         else:
-            row.status, row.note = "does not fit", "a tuple exceeds the memory cap"
-            plans.append(None)
-        rows.append(row)
+            add(name, by_name.get(name), "optimal" if name == "rank:1" else name)
+    for name, plan in hand.items():
+        add(name, plan, plan)
     for row in rows:      # equal plans share one measurement
         if row.plan_key is None:
             continue
         first = next(r for r in rows if r.plan_key == row.plan_key)
         if first is not row:
             row.note = f"same plan as {first.method}"
-    return plans, rows, timing
+    return plans, rows, timing, dag
 
 
-def run_sql(w: Workload, dag, plan, row: Result, db, repeats: int, timeout: float | None,
+def session_run(w: Workload, db, spec: object, run: bool = True):
+    """What a user does: a Session on the workload, its plan `spec`, and (with `run`) the
+    run; returns (plan, Execution or None, seconds to the plan, seconds of the run, seconds
+    of it all)."""
+    start = time.perf_counter()
+    with Session(w.program, w.data, backend=db) as session:
+        session.optimizer()
+        plan = session.plan(spec)
+        planned = time.perf_counter()
+        execution = session.run(plan) if run else None
+        ran = time.perf_counter()
+    return plan, execution, planned - start, ran - planned, time.perf_counter() - start
+
+
+def plan_seconds(w: Workload, db, spec: object, repeats: int) -> float:
+    """Median seconds of Session + statistics + optimisation for plan `spec` (not run)."""
+    return statistics.median(session_run(w, db, spec, run=False)[2] for _ in range(repeats))
+
+
+def run_sql(w: Workload, expected: Plan, row: Result, db, repeats: int, timeout: float | None,
             reference, log) -> object:
     out = None
     duck = getattr(db, "con", None) if db.name == "duckdb" else None
@@ -556,22 +601,25 @@ def run_sql(w: Workload, dag, plan, row: Result, db, repeats: int, timeout: floa
     try:
         with mem:
             for n in range(repeats):
-                start = time.perf_counter()
                 try:
                     with Deadline(db, timeout):
-                        run = execute(dag, plan, w.data, db)
+                        plan, run, opt, ran, wall = session_run(w, db, row.spec)
                 except Timeout as exc:
                     row.status, row.note = "timeout", f"> {timeout:.0f} s ({exc})"
                     break
-                wall = time.perf_counter() - start
-                row.times.append(sum(s.seconds for s in run.steps if s.vertex is not None))
-                row.loads.append(sum(s.seconds for s in run.steps if s.vertex is None))
+                if plan.promoted != expected.promoted:
+                    row.note = f"Session.plan({row.spec!r}) chose another plan than candidate_plans"
+                row.times.append(run.seconds(loads=False))
+                row.loads.append(run.seconds() - run.seconds(loads=False))
+                row.runs.append(ran)
+                row.opts.append(opt)
                 row.walls.append(wall)
                 out = run.outputs[w.output]
                 row.steps = [(s.label, s.seconds) for s in run.steps]
                 del run
                 log(f"    {row.method} run {n + 1}: {row.times[-1]:.3f} s "
-                    f"(load {row.loads[-1]:.3f} s, wall {wall:.3f} s)")
+                    f"(load {row.loads[-1]:.3f} s, statistics + optimisation {opt:.3f} s, "
+                    f"wall {wall:.3f} s)")
     except Exception as exc:  # noqa: BLE001 - a failing plan is a result to report
         row.status, row.note = "error", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         log(f"    {row.method}: ERROR {row.note}")
@@ -579,6 +627,8 @@ def run_sql(w: Workload, dag, plan, row: Result, db, repeats: int, timeout: floa
         mem.close()
     row.peak_rss, row.rss_growth = mem.peak_rss, mem.peak_rss - mem.start_rss
     row.duck_peak, row.duck_spill = mem.duck_peak, mem.duck_spill
+    if row.opts:
+        row.opt_seconds = statistics.median(row.opts)
     if out is not None:
         _check(row, out, reference)
     return out
@@ -620,8 +670,6 @@ def run_library(name: str, prep, compute, row: Result, repeats: int, reference, 
 
 
 def benchmark(w: Workload, db, *, repeats: int, timeout: float | None, log) -> tuple[list[Result], dict]:
-    program = load_program(w.program)
-    dag = build_dag(program, w.data)
     log(f"\n== {w.name} on {w.dataset} ({db.name}) ==\n  data: {w.describe}")
     # the reference first, so that every other method is checked as it finishes
     libs = library_methods(w)
@@ -632,7 +680,7 @@ def benchmark(w: Workload, db, *, repeats: int, timeout: float | None, log) -> t
     if reference is None:
         raise RuntimeError(f"the scipy reference failed: {scipy_row.note}")
     scipy_row.max_abs_diff = 0.0
-    plans, sql_rows, timing = optimizer_candidates(w, dag, db.name, log)
+    plans, sql_rows, timing, dag = optimizer_candidates(w, db, log)
     done: dict[tuple, Result] = {}
     for plan, row in zip(plans, sql_rows):
         if plan is None:
@@ -640,14 +688,15 @@ def benchmark(w: Workload, db, *, repeats: int, timeout: float | None, log) -> t
             continue
         if row.plan_key in done:      # same decomposition as a plan already measured
             first = done[row.plan_key]
-            for attr in ("status", "times", "loads", "walls", "peak_rss", "rss_growth",
+            for attr in ("status", "times", "loads", "walls", "runs", "peak_rss", "rss_growth",
                          "duck_peak", "duck_spill", "max_abs_diff"):
                 setattr(row, attr, getattr(first, attr))
+            row.opt_seconds = plan_seconds(w, db, row.spec, repeats)    # its own optimisation
             continue
         log(f"  {row.method}: estimated cost {row.est_cost:.4g}")
         for line in plan.describe(dag).splitlines():
             log(f"      {line}")
-        run_sql(w, dag, plan, row, db, repeats, timeout, reference, log)
+        run_sql(w, plan, row, db, repeats, timeout, reference, log)
         done[row.plan_key] = row
     results.extend(sql_rows)
     results.append(scipy_row)
@@ -668,8 +717,9 @@ def benchmark(w: Workload, db, *, repeats: int, timeout: float | None, log) -> t
 
 # ------------------------------------------------------------------------ report
 def spearman(rows: list[Result]) -> tuple[float, int]:
-    """Rank correlation of estimated cost and wall time over distinct SQL plans that ran."""
-    pts = [(r.est_cost, r.wall) for r in rows
+    """Rank correlation of estimated cost and run time (loads, execution and fetching the
+    result, as the cost model prices them) over distinct SQL plans that ran."""
+    pts = [(r.est_cost, r.run) for r in rows
            if r.kind == "sql" and r.status == "ok" and r.est_cost is not None
            and not r.note.startswith("same plan")]
     if len(pts) < 3:
@@ -769,42 +819,31 @@ def write_chart(path: Path, title: str, rows: list[Result], timeout: float | Non
     plt.close(fig)
 
 
-def code_version() -> str:
-    """The commit of the checkout (and whether files differ from it), for the record."""
-    import subprocess
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
-                               text=True, capture_output=True).stdout.strip()
-        return f"commit {head}" + (" with uncommitted changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
-def open_backend(name: str, dsn: str | None, memory_limit: str | None, temp_directory: str | None):
+def connect(name: str, dsn: str | None, memory_limit: str | None, temp_directory: str | None):
+    """The backend every method runs on: DuckDB, or PostgreSQL at `dsn` (default: a
+    throwaway local server), installing the kernels there when they are missing."""
     if name == "duckdb":
-        return make_backend("duckdb", memory_limit=memory_limit, temp_directory=temp_directory)
+        return open_backend("duckdb", memory_limit=memory_limit, temp_directory=temp_directory)[0]
     if name != "postgres":
         raise SystemExit(f"unknown backend {name!r}")
     if not dsn:
-        sys.path.insert(0, str(HERE.parent / "tests"))
-        from pg_server import shared_dsn
+        from sparse_einsum.backends.pg_cluster import shared_dsn
         dsn = shared_dsn()
         if dsn is None:
             raise SystemExit("no PostgreSQL: pass --dsn or install postgresql (initdb)")
     try:
-        return make_backend("postgres", dsn=dsn)
+        return open_backend("postgres", dsn=dsn)[0]
     except BackendError as exc:
         if "not installed" not in str(exc):
             raise
         from sparse_einsum.backends.pg_kernels import install_kernels
         install_kernels(dsn)
-        return make_backend("postgres", dsn=dsn)
+        return open_backend("postgres", dsn=dsn)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench",
+                                 description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="gcn2",
                     help=f"one of {', '.join(WORKLOADS)}, a comma-separated list, or all")
@@ -822,7 +861,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--temp-directory", help="DuckDB temp_directory for spilling")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per SQL plan run (default 300; 60 with --quick)")
-    ap.add_argument("--out", default=str(HERE / "results"))
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
 
     names = WORKLOADS if args.workload == "all" else tuple(args.workload.split(","))
@@ -831,9 +870,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown workload {n!r}; choose from {', '.join(WORKLOADS)}")
     repeats = 1 if args.quick else args.repeats
     timeout = args.timeout or (60.0 if args.quick else 300.0)
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    command = "python experiments/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    tables_dir, generated_dir = output_dirs(args.out, args.publish)
+    command = command_line("bench", sys.argv[1:] if argv is None else argv)
     header = (f"command: {command}\ncode: {code_version()}\nmachine: {os.cpu_count()} cores, "
               f"{_available_memory() / 2 ** 30:.0f} GiB, {platform.platform()}; "
               f"python {platform.python_version()}, numpy {np.__version__}, "
@@ -843,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    db = open_backend(args.backend, args.dsn, args.memory_limit, args.temp_directory)
+    db = connect(args.backend, args.dsn, args.memory_limit, args.temp_directory)
     failures = []
     try:
         if db.name == "duckdb":
@@ -864,7 +902,8 @@ def main(argv: list[str] | None = None) -> int:
             rows, timing = benchmark(w, db, repeats=repeats, timeout=timeout, log=log)
             rho, n = spearman(rows)
             table = format_table(rows)
-            summary = (f"Spearman rank correlation (estimated cost vs median time) over {n} "
+            summary = (f"Spearman rank correlation (estimated cost vs median run time, loads "
+                       f"included) over {n} "
                        f"distinct SQL plans: {rho:.2f}\noptimisation: " +
                        ", ".join(f"{k} {v:.3f} s" for k, v in timing.items()) +
                        f"\n1-minute load average of the machine: {load_before:.2f} before, "
@@ -876,11 +915,11 @@ def main(argv: list[str] | None = None) -> int:
                 "\n".join(f"  {sec:9.3f} s  {label}" for label, sec in r.steps)
                 for r in rows if r.kind == "sql" and r.steps and not r.note.startswith("same plan"))
             log("\n" + title + "\n" + table + "\n" + summary)
-            stem = out_dir / f"bench_{w.name}_{w.dataset}_{db.name}"
-            write_csv(stem.with_suffix(".csv"), w, db.name, rows)
-            stem.with_suffix(".txt").write_text(text)
-            write_chart(stem.with_suffix(".png"), title, rows, timeout)
-            log(f"wrote {stem}.csv, .txt, .png")
+            stem = f"bench_{w.name}_{w.dataset}_{db.name}"
+            write_csv(tables_dir / f"{stem}.csv", w, db.name, rows)
+            (generated_dir / f"{stem}.txt").write_text(text)
+            write_chart(generated_dir / f"{stem}.png", title, rows, timeout)
+            log(f"wrote {tables_dir / stem}.csv, {generated_dir / stem}.txt, .png")
             failures += [f"{w.name}/{w.dataset} {r.method}: {r.note}" for r in rows
                          if r.status in ("MISMATCH", "error")]
     finally:

@@ -1,15 +1,21 @@
 """Does the optimizer's ranking hold on the engine? Estimated cost vs measured time.
 
-    python experiments/bench_optimizer.py [--dataset cora] [--d-k 256] [--repeats 3]
-                                          [--backend duckdb] [--timing-dataset amazon-computers]
+    python -m experiments.bench_optimizer [--dataset cora] [--d-k 256] [--repeats 3]
+        [--backend duckdb|postgres] [--dsn DSN] [--programs gcn_layer,sparse_attention,chain3]
+        [--timing-dataset amazon-computers] [--out experiments/results] [--publish]
 
-For each program (GCN layer, sparse attention, 3-matrix chain) it runs the top 3
-plans, the greedy plan, the relational and the dense plan (when the dense plan
-fits the memory cap), checks their results agree, and prints estimated cost
-beside measured time (median wall time of the run, input loading included, as
-in the cost model; plans are run round-robin),
-the Spearman rank correlation, and whether rank 1 was the fastest. Then it times
-statistics + optimisation at the size of the Amazon-Computers graph.
+For each program (GCN layer, sparse attention, 3-matrix chain) it runs the plans of
+`candidate_plans` (the list the calibration and the harness compare): the top 3
+plans, the greedy plan, the relational and the dense plan (when the dense plan fits
+the memory cap), each decomposition once (``rank:1 = greedy``: the same plan). It
+checks their results agree, and prints estimated cost beside measured time (median
+time of ``session.run``: input loading included, as in the cost model; plans are run
+round-robin), the Spearman rank correlation, and whether rank 1 was the fastest. Then
+it times what a user waits for before a run, Session + statistics + optimisation (top 3),
+at the size of the Amazon-Computers graph.
+
+The printed report is also written to ``bench_optimizer_<dataset>_<backend>.txt`` in
+``<out>/generated/`` (ignored by git), or with ``--publish`` in ``--out`` itself.
 """
 from __future__ import annotations
 
@@ -17,111 +23,117 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).parent))
-from workloads import workload  # noqa: E402
+from sparse_einsum import Session
+from sparse_einsum.backends import open_backend
+from sparse_einsum.optimizer.strategies import candidate_plans
 
-from sparse_einsum.api import build_dag, load_program, make_backend  # noqa: E402
-from sparse_einsum.executor import execute  # noqa: E402
-from sparse_einsum.optimizer.choose import Optimizer, input_statistics  # noqa: E402
-from sparse_einsum.optimizer.forced import dense_plan, relational_plan  # noqa: E402
+from .common import add_output_arguments, command_line, output_dirs
+from .workloads import workload
 
 PROGRAMS = ("gcn_layer", "sparse_attention", "chain3")
 
 
-def candidate_plans(opt: Optimizer):
-    plans = opt.top(3) + [opt.greedy()]
-    for forced in (relational_plan(opt.dag), dense_plan(opt.dag)):
-        priced = opt.priced(forced)
-        if priced is None:
-            print(f"  ({forced.name} plan skipped: a tuple exceeds the memory cap)")
-        else:
-            plans.append(priced)
-    unique, seen = [], {}
-    for p in plans:
-        key = tuple(sorted(p.promoted.items()))
-        if key in seen:
-            seen[key].name += f" = {p.name}"
-        else:
-            seen[key] = p
-            unique.append(p)
-    return unique
+class Report:
+    """Prints each line and keeps it for the log file."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
 
 
-def measure(program: str, dataset: str, d_k: int, repeats: int, db) -> dict:
+def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report) -> dict:
     path, data = workload(program, dataset, d_k=d_k)
-    dag = build_dag(load_program(path), data)
-    opt = Optimizer.build(dag, input_statistics(dag, data), backend=db.name)
-    print(f"\n{program} on {dataset}")
-    plans = candidate_plans(opt)
-    times = {p.name: [] for p in plans}
-    loads = {p.name: [] for p in plans}
-    reference = None
-    # round-robin over the plans, so that drifting machine load hits each plan alike
-    for _ in range(repeats):
-        for plan in plans:
-            start = time.perf_counter()
-            run = execute(dag, plan, data, db)
-            times[plan.name].append(time.perf_counter() - start)
-            loads[plan.name].append(sum(s.seconds for s in run.steps if s.label.startswith("load ")))
-            out = run.outputs[dag.outputs[0]]
-            if reference is None:
-                reference = out
-            np.testing.assert_allclose(out, reference, rtol=1e-8, atol=1e-8)
-    rows = [(p.name, p.cost, statistics.median(times[p.name]), statistics.median(loads[p.name]))
-            for p in plans]
-    print(f"  {'plan':<32} {'est. cost':>10} {'measured s':>11} {'of it load':>10}")
+    say(f"\n{program} on {dataset}")
+    with Session(path, data, backend=db) as session:
+        ctx = session.optimizer()
+        found = candidate_plans(ctx, top=3)
+        plans, names = [], {}
+        for p in found:
+            if not p.fits:
+                say(f"  ({p.name} plan skipped: a tuple exceeds the memory cap)")
+                continue
+            plans.append(p)
+            names[p.name] = " = ".join([p.name, *p.aliases])
+        times = {p.name: [] for p in plans}
+        loads = {p.name: [] for p in plans}
+        reference = None
+        # round-robin over the plans, so that drifting machine load hits each plan alike
+        for _ in range(repeats):
+            for plan in plans:
+                start = time.perf_counter()
+                run = session.run(plan)
+                times[plan.name].append(time.perf_counter() - start)
+                loads[plan.name].append(run.seconds() - run.seconds(loads=False))
+                out = run.outputs[session.dag.outputs[0]]
+                if reference is None:
+                    reference = out
+                np.testing.assert_allclose(out, reference, rtol=1e-8, atol=1e-8)
+    rows = [(names[p.name], p.cost, statistics.median(times[p.name]),
+             statistics.median(loads[p.name])) for p in plans]
+    say(f"  {'plan':<32} {'est. cost':>10} {'measured s':>11} {'of it load':>10}")
     for name, cost, seconds, load in rows:
-        print(f"  {name:<32} {cost:>10.3f} {seconds:>11.3f} {load:>10.3f}")
+        say(f"  {name:<32} {cost:>10.3f} {seconds:>11.3f} {load:>10.3f}")
     rho = spearmanr([r[1] for r in rows], [r[2] for r in rows]).statistic
     # the issue's criterion: rank 1 against ranks 2-3, relational and dense (greedy shown only)
     compared = [r for r in rows if r[0] != "greedy"]
     fastest = min(compared, key=lambda r: r[2])
     first = rows[0]
-    print(f"  Spearman rank correlation {rho:.2f}; rank 1 {'IS' if fastest is first else 'is NOT'}"
-          f" the fastest of top 3 + relational + dense ({first[2]:.3f} s vs best "
-          f"{fastest[2]:.3f} s by {fastest[0]})")
+    say(f"  Spearman rank correlation {rho:.2f}; rank 1 {'IS' if fastest is first else 'is NOT'}"
+        f" the fastest of top 3 + relational + dense ({first[2]:.3f} s vs best "
+        f"{fastest[2]:.3f} s by {fastest[0]})")
     return {"program": program, "rho": rho, "first_is_fastest": fastest is first}
 
 
-def timing(dataset: str, d_k: int, repeats: int) -> None:
-    print(f"\nstatistics + optimisation time at {dataset} size (median of {repeats})")
+def timing(dataset: str, d_k: int, repeats: int, db, say: Report) -> None:
+    say(f"\nSession + statistics + optimisation (top 3) time at {dataset} size "
+        f"(median of {repeats})")
     for program in PROGRAMS:
         path, data = workload(program, dataset, d_k=d_k)
-        dag = build_dag(load_program(path), data)
         seconds = []
         for _ in range(repeats):
             start = time.perf_counter()
-            Optimizer.build(dag, input_statistics(dag, data)).top(3)
+            with Session(path, data, backend=db) as session:
+                session.plans("rank:1", 3)
             seconds.append(time.perf_counter() - start)
-        print(f"  {program:<18} {statistics.median(seconds):.3f} s")
+        say(f"  {program:<18} {statistics.median(seconds):.3f} s")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench_optimizer",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="cora")
     ap.add_argument("--d-k", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--backend", default="duckdb")
     ap.add_argument("--dsn")
     ap.add_argument("--programs", default=",".join(PROGRAMS))
-    ap.add_argument("--timing-dataset", default="amazon-computers")
-    args = ap.parse_args()
-    db = make_backend(args.backend, **({"dsn": args.dsn} if args.dsn else {}))
-    try:
-        results = [measure(p, args.dataset, args.d_k, args.repeats, db)
+    ap.add_argument("--timing-dataset", default="amazon-computers",
+                    help="graph of the optimisation timing ('' to skip it)")
+    add_output_arguments(ap)
+    args = ap.parse_args(argv)
+    _, generated_dir = output_dirs(args.out, args.publish)
+    say = Report()
+    say(f"# {command_line('bench_optimizer', sys.argv[1:] if argv is None else argv)}")
+    db, _ = open_backend(args.backend, dsn=args.dsn)
+    with db:
+        results = [measure(p, args.dataset, args.d_k, args.repeats, db, say)
                    for p in args.programs.split(",")]
-    finally:
-        db.close()
-    wins = sum(r["first_is_fastest"] for r in results)
-    print(f"\nrank 1 fastest on {wins} of {len(results)} programs")
-    if args.timing_dataset:
-        timing(args.timing_dataset, 1024, args.repeats)
+        wins = sum(r["first_is_fastest"] for r in results)
+        say(f"\nrank 1 fastest on {wins} of {len(results)} programs")
+        if args.timing_dataset:
+            timing(args.timing_dataset, 1024, args.repeats, db, say)
+    path = generated_dir / f"bench_optimizer_{args.dataset}_{db.name}.txt"
+    path.write_text("\n".join(say.lines) + "\n")
+    print(f"\nwrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

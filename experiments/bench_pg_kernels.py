@@ -1,8 +1,9 @@
 """Micro-benchmark of the PostgreSQL C kernels (not a test).
 
-    python experiments/bench_pg_kernels.py [--dsn DSN] [--rows 100000] [--width 64]
+    python -m experiments.bench_pg_kernels [--dsn DSN] [--rows 100000] [--width 64] [--groups 10000]
 
-Without --dsn it uses $SE_TEST_PG_DSN, else starts a throwaway cluster (tests/pg_server.py).
+Without --dsn it uses $SE_TEST_PG_DSN, else starts a throwaway cluster
+(sparse_einsum.backends.pg_cluster).
 Loads rows x width float8[] by binary COPY, then times (median of 3) SpMM-like
 aggregations: the C kernel form, plain se_vsum, relational unnest SQL, and a
 matrix-vector kernel whose 64x64 weight comes from a one-row table (broadcast cache on/off).
@@ -14,15 +15,12 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays  # noqa: E402
-from sparse_einsum.backends.pg_kernels import install_kernels  # noqa: E402
+from sparse_einsum.backends.pg_cluster import pg_server
+from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays
+from sparse_einsum.backends.pg_kernels import install_kernels
 
 
 def median_time(fn, reps: int = 3) -> float:
@@ -110,18 +108,17 @@ def run(dsn: str, rows: int, width: int, groups: int) -> None:
         conn.execute("DROP TABLE bench_t, bench_w")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench_pg_kernels",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--dsn", default=os.environ.get("SE_TEST_PG_DSN"))
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--groups", type=int, default=10_000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.dsn:
         run(args.dsn, args.rows, args.width, args.groups)
         return
-    from tests.pg_server import pg_server
-
     with pg_server() as dsn:
         if dsn is None:
             sys.exit("no PostgreSQL: pass --dsn or install postgresql")

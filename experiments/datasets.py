@@ -6,9 +6,9 @@ the real data set (nodes, directed edge entries, feature width, classes).
 
 Usage::
 
-    python experiments/datasets.py --list
-    python experiments/datasets.py --time
-    python experiments/datasets.py --write DIR NAME [--seed S]
+    python -m experiments.datasets --list
+    python -m experiments.datasets --time
+    python -m experiments.datasets --write DIR NAME [--seed S]
 """
 from __future__ import annotations
 

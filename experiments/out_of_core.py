@@ -1,20 +1,24 @@
 """Out of core: a GCN on an ogbn-arxiv-sized graph under a memory limit, SQL vs NumPy/scipy/PyTorch.
 
-    python experiments/out_of_core.py [--workload gcn2|gcn_layer] [--dataset ogbn-arxiv]
+    python -m experiments.out_of_core [--workload gcn2|gcn_layer] [--dataset ogbn-arxiv]
         [--hidden 256] [--memory-limit 2GB] [--temp-directory DIR]
         [--methods sql,scipy,torch,numpy-dense] [--timeout 3600] [--out experiments/results]
+        [--publish]
 
 Every method runs in its own child process on the same generated data (the
-synthetic graph of experiments/datasets.py sized like ogbn-arxiv: 169,343 nodes,
+synthetic graph of ``experiments.datasets`` sized like ogbn-arxiv: 169,343 nodes,
 1.17 M directed edges, 128 dense features; hidden size 256 by default) so that
 each one's peak memory is its own (``ru_maxrss`` of the child, from ``wait4``):
 
 * ``sql``: the optimizer's plan on DuckDB with ``memory_limit`` = the limit and a
   ``temp_directory`` to spill to. The program's normalised adjacency N stays a
   relation of (i, j, val) tuples; features and hidden states are per-node vectors
-  (the plan is printed). Reported: execution time (loads excluded) and wall time,
-  the process's peak RSS, DuckDB's own peak (largest ``sum(memory_usage_bytes)`` of
-  ``duckdb_memory()``, sampled every 20 ms) and its largest temporary (spilled) storage.
+  (the plan is printed). It runs as a user runs it: a `Session` on the data, its
+  optimal plan, ``session.run``. Reported: execution time (loads excluded), load time,
+  statistics + optimisation time and wall time (the whole Session: statistics,
+  optimisation, loads, execution, fetching the result), the process's peak RSS,
+  DuckDB's own peak (largest ``sum(memory_usage_bytes)`` of ``duckdb_memory()``,
+  sampled every 20 ms) and its largest temporary (spilled) storage.
 * ``scipy``: N as a scipy CSR matrix, features and hidden states as dense NumPy arrays.
 * ``torch``: the same with ``torch.sparse`` CSR (only when ``import torch`` works).
 * ``numpy-dense``: plain NumPy with N as a dense n x n array (169,343^2 doubles = 229 GB):
@@ -28,7 +32,9 @@ its peak RSS is reported to show what it used). A ``MemoryError`` (or PyTorch's
 allocation failure) is reported as OOM. The SQL result is compared with the scipy
 result whenever both finish.
 
-Writes ``out_of_core_<workload>_<dataset>_h<hidden>.csv`` and ``.txt`` to ``--out``.
+Writes ``out_of_core_<workload>_<dataset>_h<hidden>.csv`` to ``--out`` and the printed
+report (with the SQL plan and its step times) as ``.txt`` to ``<out>/generated/``, which
+git ignores, or with ``--publish`` next to the CSV.
 """
 from __future__ import annotations
 
@@ -43,10 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from .common import ROOT, add_output_arguments, code_version, command_line, output_dirs
 
 DESCRIPTIONS = {
     "sql": "sparse-einsum optimal plan on DuckDB (memory_limit, spilling to temp_directory)",
@@ -72,7 +76,8 @@ def _status_kb(field: str) -> int:
 def child(args) -> dict:
     """Run one method; returns a JSON-able report (the parent adds ru_maxrss)."""
     import numpy as np
-    from bench import PeakMemory, library_methods, load_workload, torch_methods
+
+    from .bench import PeakMemory, library_methods, load_workload, torch_methods
 
     t0 = time.perf_counter()
     w = load_workload(args.workload, args.dataset, hidden=args.hidden)
@@ -81,36 +86,29 @@ def child(args) -> dict:
     budget = parse_bytes(args.memory_limit)
     out = None
     if args.child == "sql":
-        from sparse_einsum.api import build_dag, load_program, make_backend
-        from sparse_einsum.executor import execute
-        from sparse_einsum.optimizer.choose import Optimizer, input_statistics
-        db = make_backend("duckdb", memory_limit=args.memory_limit,
-                          temp_directory=args.temp_directory)
-        try:
-            dag = build_dag(load_program(w.program), w.data)
-            start = time.perf_counter()
-            plan = Optimizer.build(dag, input_statistics(dag, w.data)).top(1)[0]
-            report["opt_s"] = time.perf_counter() - start
-            report["plan"] = plan.describe(dag)
+        from sparse_einsum import Session
+        from sparse_einsum.backends import open_backend
+        db, _ = open_backend("duckdb", memory_limit=args.memory_limit,
+                             temp_directory=args.temp_directory)
+        with db:
             report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
-            steps = []
             with PeakMemory(db.con) as mem:
                 start = time.perf_counter()
-                run = execute(dag, plan, w.data, db,
-                              progress=lambda m: print(f"  [sql] {m}", file=sys.stderr, flush=True))
+                with Session(w.program, w.data, backend=db) as session:
+                    plan = session.plan("optimal")
+                    report["opt_s"] = time.perf_counter() - start
+                    report["plan"] = plan.describe(session.dag)
+                    run = session.run(plan, progress=lambda m: print(f"  [sql] {m}",
+                                                                     file=sys.stderr, flush=True))
                 report["wall_s"] = time.perf_counter() - start
-            report["exec_s"] = sum(s.seconds for s in run.steps if s.vertex is not None)
-            report["load_s"] = sum(s.seconds for s in run.steps if s.vertex is None)
-            for s in run.steps:
-                steps.append(f"{s.seconds:8.2f} s  {s.label}")
-            report["steps"] = steps
+            report["exec_s"] = run.seconds(loads=False)
+            report["load_s"] = run.seconds() - run.seconds(loads=False)
+            report["steps"] = [f"{s.seconds:8.2f} s  {s.label}" for s in run.steps]
             report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
             report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
             report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
             report["status"] = "ok"
             out = run.outputs[w.output]
-        finally:
-            db.close()
     else:
         methods = dict(library_methods(w))
         methods.update(torch_methods(w))
@@ -154,13 +152,14 @@ def child(args) -> dict:
 
 # ----------------------------------------------------------------------- parent
 def run_child(method: str, args, tmp: str) -> dict:
-    cmd = [sys.executable, __file__, "--child", method, "--workload", args.workload,
+    cmd = [sys.executable, "-m", "experiments.out_of_core", "--child", method,
+           "--workload", args.workload,
            "--dataset", args.dataset, "--hidden", str(args.hidden),
            "--memory-limit", args.memory_limit, "--temp-directory", args.temp_directory,
            "--result-file", os.path.join(tmp, f"{method}.npy")]
     start = time.perf_counter()
     errfile = open(os.path.join(tmp, f"{method}.stderr"), "w+")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, text=True, cwd=ROOT)
     deadline = start + args.timeout
     status = None
     while True:
@@ -201,7 +200,8 @@ def run_child(method: str, args, tmp: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    ap = argparse.ArgumentParser(prog="python -m experiments.out_of_core",
+                                 description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="gcn2", choices=("gcn2", "gcn_layer"))
     ap.add_argument("--dataset", default="ogbn-arxiv")
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="DuckDB spill directory (default: a fresh one under /tmp)")
     ap.add_argument("--methods", default="sql,scipy,torch,numpy-dense")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
-    ap.add_argument("--out", default=str(HERE / "results"))
+    add_output_arguments(ap)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--result-file", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -225,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="se-ooc-")
     if own_tmp:
         args.temp_directory = os.path.join(tmp, "duckdb_spill")
-    command = "python experiments/out_of_core.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    from bench import code_version
+    args.temp_directory = os.path.abspath(args.temp_directory)   # the children run in ROOT
+    command = command_line("out_of_core", sys.argv[1:] if argv is None else argv)
     lines = [f"command: {command}", f"code: {code_version()}",
              f"machine: {os.cpu_count()} cores, {platform.platform()}, python {platform.python_version()}",
              f"{args.workload} on {args.dataset}, hidden {args.hidden}; memory limit {args.memory_limit} "
@@ -240,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         r = run_child(method, args, tmp)
         r["load_avg_before"] = load
         reports.append(r)
-        for key in ("status", "note", "exec_s", "load_s", "wall_s", "peak_rss_mb", "setup_rss_mb",
-                    "peak_rss_during_mb", "duckdb_peak_mb", "duckdb_spill_mb", "address_cap_mb"):
+        for key in ("status", "note", "exec_s", "load_s", "opt_s", "wall_s", "peak_rss_mb",
+                    "setup_rss_mb", "peak_rss_during_mb", "duckdb_peak_mb", "duckdb_spill_mb",
+                    "address_cap_mb"):
             if key in r:
                 v = r[key]
                 print(f"   {key:<20} {v:.2f}" if isinstance(v, float) else f"   {key:<20} {v}")
@@ -275,15 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     if sql:
         text += "\n\nSQL plan:\n" + sql["plan"] + "\n\nSQL steps:\n" + "\n".join(sql["steps"])
     print("\n" + text, flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"out_of_core_{args.workload}_{args.dataset}_h{args.hidden}"
-    stem.with_suffix(".txt").write_text(text + "\n")
-    with open(stem.with_suffix(".csv"), "w", newline="") as fh:
+    tables_dir, generated_dir = output_dirs(args.out, args.publish)
+    stem = f"out_of_core_{args.workload}_{args.dataset}_h{args.hidden}"
+    (generated_dir / f"{stem}.txt").write_text(text + "\n")
+    with open(tables_dir / f"{stem}.csv", "w", newline="") as fh:
         wr = csv.writer(fh)
         wr.writerow([h.replace(" ", "_").replace("|", "") for h in header])
         wr.writerows(rows)
-    print(f"wrote {stem}.txt, .csv")
+    print(f"wrote {generated_dir / stem}.txt, {tables_dir / stem}.csv")
     for r in reports:
         if r.get("result_file") and os.path.exists(r["result_file"]):
             os.remove(r["result_file"])

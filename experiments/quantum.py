@@ -1,6 +1,6 @@
 """Quantum circuit simulation as an EinSum program (paper §9.2, eq. 8).
 
-A circuit from ``circuits.py`` (QFT, multiplier, quantum volume) is transpiled to
+A circuit from ``experiments.circuits`` (QFT, multiplier, quantum volume) is transpiled to
 1- and 2-qubit gates and split into ASAP layers; each layer becomes one real gate
 tensor ``G<k>[c,i,d,j]`` (complex numbers as real/imaginary pairs, ``c``/``d`` = 0
 real, 1 imaginary) and the simulation is one statement per layer. For three
@@ -22,11 +22,11 @@ mostly zeros (a layer of ``m`` CX gates and ``u`` gates has at most
 NumPy arrays and the optimizer's statistics see that sparsity, so the optimizer
 decides whether ``i``/``j`` become relational keys.
 
-    from quantum import quantum_workload, quantum_reference
+    from experiments.quantum import quantum_workload, quantum_reference
     program_text, data = quantum_workload("qft", 5)
     expected = quantum_reference("qft", 5)       # (2, 32) real/imag, from qiskit
 
-    python experiments/quantum.py qft 5          # print program size and check on DuckDB
+    python -m experiments.quantum qft 5      # print program size and check on DuckDB
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ import sys
 
 import numpy as np
 
-from circuits import (CIRCUITS, circuit, complex_state, initial_state, iter_layer_unitaries,
-                      real_gate, real_state, reference_statevector)
+from .circuits import (CIRCUITS, circuit, complex_state, initial_state, iter_layer_unitaries,
+                       real_gate, real_state, reference_statevector)
 
 
 def circuit_program(n_layers: int) -> str:

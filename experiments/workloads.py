@@ -1,6 +1,6 @@
 """The benchmark workloads: program files in experiments/programs and the data each needs.
 
-    from workloads import workload
+    from experiments.workloads import workload
     program_path, data = workload("gcn_layer", "cora")
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from datasets import Graph, make_graph, normalized_adjacency
+from .datasets import Graph, make_graph, normalized_adjacency
 
 PROGRAMS = Path(__file__).parent / "programs"
 WORKLOADS = ("gcn_layer", "gcn2", "sparse_attention", "dense_attention", "chain3")

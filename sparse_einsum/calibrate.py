@@ -19,17 +19,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import nnls
 
-from .api import build_dag, load_program, make_backend
+from .backends import open_backend
+from .blocks import decompose
 from .cost import CostModel, CostParams, load_params, save_params
-from .executor import execute
-from .optimizer.choose import Optimizer
-from .optimizer.forced import dense_plan, relational_plan
-from .optimizer.search import plan_cost
+from .optimizer.context import OptimizerContext
+from .optimizer.search import SearchSpace
+from .optimizer.strategies import candidate_plans
 from .plan import Plan
-from .relation import decompose
-from .sql.relations import RelInfo
-from .stats.propagate import propagate
-from .stats.tensor_stats import exact_stats
+from .session import Session
+from .sql.steps import TableRelation
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
 FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
@@ -56,12 +54,10 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]
             ("sddmm", {"A": graph, "Q": q, "K": k})]
 
 
-def _candidate_plans(opt: Optimizer) -> list[Plan]:
-    plans = opt.top(4)
-    for forced in (opt.priced(relational_plan(opt.dag)), opt.priced(dense_plan(opt.dag))):
-        if forced is not None and all(forced.promoted != p.promoted for p in plans):
-            plans.append(forced)
-    return plans
+def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
+    """The cost of `plan` under other constants."""
+    model = CostModel(ctx.dag, ctx.stats, params)
+    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.promoted).total
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
@@ -113,18 +109,18 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
              (rng.normal(size=(512, 2048)), ())]
     features, seconds = [], []
     for k, (array, axes) in enumerate(cases):
-        rel = RelInfo(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape, axes=axes,
-                      columns=tuple(f"k{a}" for a in axes))
+        rel = TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
+                            axes=axes, columns=tuple(f"k{a}" for a in axes))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            relation = decompose(array, axes)
-            db.load(rel, relation)
+            blocks = decompose(array, axes)
+            db.load(rel, blocks)
             times.append(time.perf_counter() - start)
             db.drop(rel)
         width = prod(s for a, s in enumerate(array.shape) if a not in axes)
         payload = 8.0 * width if len(axes) < array.ndim else 0.0
-        features.append([len(relation), len(relation) * payload])
+        features.append([len(blocks), len(blocks) * payload])
         seconds.append(statistics.median(times))
     measured = np.array(seconds)
     solution, _ = nnls(np.array(features) / measured[:, None], np.ones(len(seconds)))
@@ -136,32 +132,23 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     """Measure, fit, store in the user's config file (or `path`); returns the constants,
     where they were stored and, per timed plan, measured against predicted seconds."""
     rng = np.random.default_rng(0)
-    db = make_backend(backend, **({"dsn": dsn} if dsn else {}))
+    db, _ = open_backend(backend, dsn=dsn)
     features, seconds, kernel_part, names = [], [], [], []
-    try:
+    with db:
         c_kernel = kernel_seconds_per_flop(db)
         c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
         for program, data in _workloads(scale, rng):
-            dag = build_dag(load_program(_PROGRAMS[program]), data)
-            input_stats = {n: exact_stats(x) for n, x in data.items()}
-            stats = propagate(dag, input_stats)
-            opt = Optimizer.build(dag, input_stats, params=load_params(db.name))
-            for plan in _candidate_plans(opt):
-                row = [plan_cost(dag, CostModel(dag, stats, replace(_UNIT, **{f: 1.0})),
-                                 plan.promoted).total for f in FITTED]
-                kernel = plan_cost(dag, CostModel(dag, stats, replace(_UNIT, c_kernel=c_kernel)),
-                                   plan.promoted).total
-                times = []
-                for _ in range(repeats + 1):          # the first run warms up
-                    run = execute(dag, plan, data, db)
-                    times.append(sum(s.seconds for s in run.steps
-                                     if not s.label.startswith("load ")))
-                features.append(row)
-                kernel_part.append(kernel)
-                seconds.append(statistics.median(times[1:]))
-                names.append(f"{program} {plan.name}")
-    finally:
-        db.close()
+            with Session(_PROGRAMS[program], data, backend=db,
+                         params=load_params(db.name)) as session:
+                ctx = session.optimizer()
+                for plan in candidate_plans(ctx, top=4):
+                    features.append([_plan_cost(ctx, replace(_UNIT, **{f: 1.0}), plan)
+                                     for f in FITTED])
+                    kernel_part.append(_plan_cost(ctx, replace(_UNIT, c_kernel=c_kernel), plan))
+                    # the first run warms up
+                    times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
+                    seconds.append(statistics.median(times[1:]))
+                    names.append(f"{program} {plan.name}")
     measured = np.array(seconds)
     rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))

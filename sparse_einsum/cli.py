@@ -19,8 +19,6 @@ import numpy as np
 from .errors import DataError, SparseEinsumError
 
 PROG = "sparse-einsum"
-PLAN_HELP = ("plan: optimal (default), greedy, rank:N, relational, dense, random:SEED, "
-             "or UCLC subscripts such as 'Ij,jK->IK'")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -99,7 +97,7 @@ def load_data(program, directory: str | Path) -> dict[str, object]:
 
 
 def _program(path: str):
-    from .api import load_program
+    from .program.parser import load_program
     return load_program(Path(path))
 
 
@@ -140,15 +138,15 @@ def summarize(outputs: dict[str, np.ndarray], plan_name: str) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .api import run_detailed
+    from .session import Session
     options = _backend_options(args)
     program = _program(args.program)
     data = load_data(program, args.data)
     start = time.perf_counter()
-    execution, plan, _ = run_detailed(program, data, plan=args.plan, backend=args.backend,
-                                      progress=_progress(args), **options)
+    with Session(program, data, backend=args.backend, **options) as session:
+        execution = session.run(args.plan, progress=_progress(args))
     seconds = time.perf_counter() - start
-    for line in summarize(execution.outputs, plan.name):
+    for line in summarize(execution.outputs, execution.plan.name):
         print(line)
     if args.out:
         try:
@@ -170,14 +168,14 @@ def _json_default(value):
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    # explain_program directly: `sparse_einsum.explain` (the function) is shadowed by the
-    # submodule of the same name once that has been imported.
-    from .explain import explain_program, format_explanation
+    from .api import explain
+    from .explanation import format_explanation
     options = _backend_options(args)
     program = _program(args.program)
     data = load_data(program, args.data)
-    result = explain_program(program, data, top=args.top, analyze=args.analyze,
-                             backend=args.backend, **options)
+    extra = {"sql": True} if args.sql else {}
+    result = explain(program, data, top=args.top, analyze=args.analyze, backend=args.backend,
+                     **extra, **options)
     if args.json:
         print(json.dumps(result, indent=2, default=_json_default))
     else:
@@ -265,6 +263,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def plan_help() -> str:
+    """The --plan help, from the strategy registry."""
+    from .optimizer.strategies import STRATEGIES
+    return "plan: " + "; ".join(f"{s.usage}: {s.help}" for s in STRATEGIES.values())
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .api import DEFAULT_PLAN
     from .examples import EXAMPLES
@@ -296,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
     sub.add_argument("--data", metavar="DIR", required=True,
                      help="directory with NAME.npy (dense) or NAME.npz (scipy.sparse) per input")
-    sub.add_argument("--plan", metavar="P", default=DEFAULT_PLAN, help=PLAN_HELP)
+    sub.add_argument("--plan", metavar="P", default=DEFAULT_PLAN, help=plan_help())
     sub.add_argument("--out", metavar="FILE.npz", help="write all outputs with np.savez")
     sub.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     _add_backend(sub)
@@ -312,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_argument("--analyze", action="store_true",
                      help="also run each plan and report actual times")
+    sub.add_argument("--sql", action="store_true",
+                     help="also show each plan's SQL statements (pretty-printed)")
     _add_backend(sub)
 
     sub = command("compile", "Compile a program to one SQL job for PostgreSQL or DuckDB",
@@ -325,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--data", metavar="DIR",
                      help="data of the inputs without a table binding, as for 'run' "
                           "(embedded in the job as INSERTs)")
-    sub.add_argument("--plan", metavar="P", help=PLAN_HELP)
+    sub.add_argument("--plan", metavar="P", help=plan_help())
     stats = sub.add_mutually_exclusive_group()
     stats.add_argument("--dsn", help="PostgreSQL database to read shapes and statistics of the "
                                      "input tables from (--dialect postgres)")

@@ -107,8 +107,9 @@ class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
-                 max_tuple_bytes: float = float("inf")):
+                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
+        self.max_values = max_payload_values
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -116,8 +117,14 @@ class CostModel:
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, promoted: frozenset[str]) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
-        one-tuple operands bound once) above the memory cap."""
+        one-tuple operands bound once) above the memory cap, and no payload longer than
+        the SQL dialect's arrays hold."""
         shapes = self.dag.shapes
+        if self.max_values is not None:
+            tensors = [(o.tensor, o.labels) for o in v.operands] + [(v.name, v.labels)]
+            if any(prod(n for n, l in zip(shapes[t], labels) if l not in promoted)
+                   > self.max_values for t, labels in tensors):
+                return False
         tuple_in = [_tuple_bytes(o.labels, shapes[o.tensor], promoted) for o in v.operands]
         tuple_out = _tuple_bytes(v.labels, shapes[v.name], promoted)
         if max(tuple_in + [tuple_out]) > self.cap:

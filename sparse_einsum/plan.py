@@ -7,34 +7,54 @@ decomposes it differently from a consumer, a repartition runs between them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .program.dag import Dag, Operand, Vertex
+from .program.ops import render_uclc
 
-_OP_SYMBOL = {"mul": "*", "add": "+", "sub": "-", "div": "/"}
-_CONST_FORMAT = {"mulc": "{x} * {c}", "addc": "{x} + {c}", "subc": "{x} - {c}",
-                 "rsubc": "{c} - {x}", "divc": "{x} / {c}", "rdivc": "{c} / {x}",
-                 "maxc": "max({x}, {c})", "minc": "min({x}, {c})", "powc": "{x} ** {c}"}
+
+def promoted_axes(labels: tuple[str, ...], promoted: frozenset[str]) -> tuple[int, ...]:
+    """Axes of a tensor indexed by `labels` whose label is promoted."""
+    return tuple(a for a, l in enumerate(labels) if l in promoted)
+
+
+@dataclass(frozen=True)
+class StatementCost:
+    """Estimated cost of one vertex under a plan, split by where it comes from."""
+    load: float = 0.0            # array inputs this vertex is the first to read this way
+    join: float = 0.0
+    aggregate: float = 0.0
+    kernel: float = 0.0
+    repartition: float = 0.0     # repartitions of its operands
+    est_tuples: float = 0.0      # estimated tuples of its output relation
+    est_join_tuples: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.load + self.join + self.aggregate + self.kernel + self.repartition
+
+    def as_dict(self) -> dict[str, float]:
+        return {**asdict(self), "total": self.total}
 
 
 @dataclass
 class Plan:
     promoted: dict[str, frozenset[str]]        # vertex name -> promoted labels
     name: str = ""
-    cost: float | None = None
-    statement_costs: dict[str, dict[str, float]] = field(default_factory=dict)
+    cost: float | None = None                  # estimated total, None when not priced
+    statement_costs: dict[str, StatementCost] = field(default_factory=dict)
+    fits: bool = True                          # every tuple and kernel call within the cap
+    aliases: tuple[str, ...] = ()              # other strategies that chose this plan
 
-    def labels(self, vertex: Vertex) -> frozenset[str]:
+    def promoted_labels(self, vertex: Vertex) -> frozenset[str]:
         return self.promoted[vertex.name]
 
     def operand_axes(self, vertex: Vertex, operand: Operand) -> tuple[int, ...]:
         """Promoted axes of an operand tensor at this use."""
-        up = self.promoted[vertex.name]
-        return tuple(a for a, l in enumerate(operand.labels) if l in up)
+        return promoted_axes(operand.labels, self.promoted[vertex.name])
 
     def output_axes(self, vertex: Vertex) -> tuple[int, ...]:
-        up = self.promoted[vertex.name]
-        return tuple(a for a, l in enumerate(vertex.labels) if l in up)
+        return promoted_axes(vertex.labels, self.promoted[vertex.name])
 
     def produced_axes(self, dag: Dag, tensor: str) -> tuple[int, ...] | None:
         """Decomposition a tensor is produced in; None for inputs (loaded as needed)."""
@@ -61,16 +81,7 @@ class Plan:
         def ref(name: str, labels: tuple[str, ...]) -> str:
             return f"{name}[{','.join(l.upper() if l in up else l for l in labels)}]"
 
-        args = [ref(o.tensor, o.labels) for o in vertex.operands]
-        if vertex.is_binary:
-            body = f"{args[0]} {_OP_SYMBOL[vertex.op]} {args[1]}"
-        elif vertex.op == "id":
-            body = args[0]
-        elif ":" in vertex.op:
-            name, c = vertex.op.split(":", 1)
-            body = _CONST_FORMAT[name].format(x=args[0], c=c)
-        else:
-            body = f"{vertex.op}({args[0]})"
+        body = render_uclc(vertex.op, *(ref(o.tensor, o.labels) for o in vertex.operands))
         if vertex.agg != "sum" and vertex.agg_labels:
             body = f"{vertex.agg}({body})"
         return f"{ref(vertex.name, vertex.labels)} = {body}"
@@ -92,4 +103,3 @@ class Plan:
             schemas = [self.schema(dag, v, o) for o in v.operands] + [self.schema(dag, v)]
             lines.append(f"{self.uclc(v):<48} {'; '.join(schemas)}")
         return "\n".join(lines)
-

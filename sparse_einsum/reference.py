@@ -8,10 +8,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels.numpy_kernels import BINARY, REDUCE, unary_function
 from .program.model import Binary, Const, Expr, Program, Ref, Unary
-
-_OPS = {"*": "mul", "+": "add", "-": "sub", "/": "div"}
+from .program.ops import AGGREGATES, BY_SYMBOL, numpy_function
 
 
 def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]:
@@ -22,7 +20,7 @@ def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]
             value, labels = _eval(st.expr, env)
             agg_axes = tuple(k for k, l in enumerate(labels) if l not in st.out_labels)
             if agg_axes:
-                value = REDUCE[st.agg](value, axis=agg_axes)
+                value = AGGREGATES[st.agg].numpy(value, axis=agg_axes)
             kept = [l for l in labels if l in st.out_labels]
             env[st.out] = np.array(np.transpose(value, [kept.index(l) for l in st.out_labels]))
     return env
@@ -45,11 +43,11 @@ def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, l
         return value, labels
     if isinstance(expr, Unary):
         value, labels = _eval(expr.arg, env)
-        return unary_function(expr.fn)(value), labels
+        return numpy_function(expr.fn)(value), labels
     assert isinstance(expr, Binary)
     (a, la), (b, lb) = _eval(expr.left, env), _eval(expr.right, env)
     labels = list(dict.fromkeys(la + lb))
-    return BINARY[_OPS[expr.op]](_align(a, la, labels), _align(b, lb, labels)), labels
+    return BY_SYMBOL[expr.op].numpy(_align(a, la, labels), _align(b, lb, labels)), labels
 
 
 def _align(value, labels: list[str], target: list[str]):

@@ -2,22 +2,35 @@
 never skipped in CI), and `backend`, which runs a test once on each."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import os
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from sparse_einsum.backends.pg_cluster import shared_dsn
 
-from pg_server import pg_dsn  # noqa: E402,F401
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """DSN of a PostgreSQL server; skips without one (fails when $CI is set)."""
+    try:
+        dsn = shared_dsn()
+    except RuntimeError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL test server failed to start: {e}")
+        pytest.skip(f"PostgreSQL test server failed to start: {e}")
+    if dsn is None:
+        msg = "no PostgreSQL: set SE_TEST_PG_DSN or install postgresql (initdb)"
+        if os.environ.get("CI"):
+            pytest.fail(msg + " (CI is set: run .ci/pg_setup.sh first)")
+        pytest.skip(msg)
+    return dsn
 
 
 @pytest.fixture(scope="session")
 def duck():
     from sparse_einsum.backends.duckdb import DuckDBBackend
-    backend = DuckDBBackend()
-    yield backend
-    backend.close()
+    with DuckDBBackend() as backend:
+        yield backend
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +43,8 @@ def pg(pg_dsn):
     except BackendError:
         install_kernels(pg_dsn)
         backend = PostgresBackend(pg_dsn)
-    yield backend
-    backend.close()
+    with backend:
+        yield backend
 
 
 @pytest.fixture(params=["duckdb", "postgres"])

@@ -96,17 +96,17 @@ def test_files_for_undeclared_tensors_are_ignored(gcn, capsys):
 def test_backend_options_are_passed(gcn, monkeypatch, capsys):
     seen = {}
 
-    def fake_run_detailed(program, data, **kwargs):
+    def fake_session(program, data, **kwargs):
         seen.update(kwargs)
         raise RuntimeError("stop here\nsecond line")
-    monkeypatch.setattr("sparse_einsum.api.run_detailed", fake_run_detailed)
+    monkeypatch.setattr("sparse_einsum.session.Session", fake_session)
     program, data = gcn
     code = main(["run", str(program), "--data", str(data), "--plan", "dense",
                  "--database", "x.duckdb", "--memory-limit", "2GB"])
     assert code == 1
     assert capsys.readouterr().err.strip() == "sparse-einsum: failed: RuntimeError: stop here"
     assert seen["database"] == "x.duckdb" and seen["memory_limit"] == "2GB"
-    assert seen["backend"] == "duckdb" and seen["plan"] == "dense" and "dsn" not in seen
+    assert seen["backend"] == "duckdb" and "dsn" not in seen
 
     seen.clear()
     main(["run", str(program), "--data", str(data), "--backend", "postgres", "--dsn", "host=x"])
@@ -116,7 +116,7 @@ def test_backend_options_are_passed(gcn, monkeypatch, capsys):
 def test_debug_reraises_unexpected_errors(gcn, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
-    monkeypatch.setattr("sparse_einsum.api.run_detailed", boom)
+    monkeypatch.setattr("sparse_einsum.session.Session", boom)
     program, data = gcn
     with pytest.raises(RuntimeError, match="boom"):
         main(["--debug", "run", str(program), "--data", str(data)])
@@ -258,14 +258,18 @@ def fake_module(monkeypatch, name: str, **functions) -> list:
 
 
 def test_explain_arguments(gcn, monkeypatch, capsys):
-    calls = fake_module(monkeypatch, "sparse_einsum.explain",
-                        explain_program={"plans": [{"name": "dense", "cost": np.float64(2.5)}]},
-                        format_explanation=lambda result: "FORMATTED")
+    calls: list = []
+
+    def fake_explain(*args, **kwargs):
+        calls.append(("explain", args, kwargs))
+        return {"plans": [{"name": "dense", "cost": np.float64(2.5)}]}
+    monkeypatch.setattr("sparse_einsum.api.explain", fake_explain)
+    monkeypatch.setattr("sparse_einsum.explanation.format_explanation", lambda result: "FORMATTED")
     program, data = gcn
     assert main(["explain", str(program), "--data", str(data), "--top", "5", "--analyze"]) == 0
     assert capsys.readouterr().out.strip() == "FORMATTED"
     name, args, kwargs = calls[0]
-    assert name == "explain_program" and set(args[1]) == {"A", "X", "W1", "W2"}
+    assert name == "explain" and set(args[1]) == {"A", "X", "W1", "W2"}
     assert kwargs == {"top": 5, "analyze": True, "backend": "duckdb"}
 
     assert main(["explain", str(program), "--data", str(data), "--json",

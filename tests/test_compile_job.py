@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from sparse_einsum import PlanError, ProgramError, run
-from sparse_einsum.api import load_program
+from sparse_einsum.program.parser import load_program
 from sparse_einsum.cli import main
 from sparse_einsum.compile_job import compile_job
-from sparse_einsum.sql.duckdb_builtin_dialect import LIST_LIMIT
+from sparse_einsum.sql.duckdb import LIST_LIMIT
 
 HOSTILE = 'cj x"; DROP TABLE cj_y; --'
 N, F, H, C = 12, 5, 4, 3

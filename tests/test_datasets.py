@@ -1,9 +1,7 @@
-"""Tests for experiments/datasets.py and experiments/circuits.py (synthetic workloads)."""
+"""Tests for experiments.datasets and experiments.circuits (synthetic workloads)."""
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -11,23 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-
-
-def _load(name: str) -> ModuleType:
-    """Import experiments/<name>.py under a private module name (no package needed)."""
-    mod_name = f"_se_experiments_{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, EXPERIMENTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ds = _load("datasets")
+from experiments import datasets as ds
 
 SMALL = ["cora", "citeseer", "amazon-photo"]
 
@@ -202,7 +184,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.fixture(scope="module")
 def qc() -> ModuleType:
     pytest.importorskip("qiskit")
-    return _load("circuits")
+    from experiments import circuits
+    return circuits
 
 
 @pytest.mark.parametrize("kind,n", [(k, n) for k in ("qft", "multiplier", "quantum_volume")

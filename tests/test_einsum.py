@@ -7,9 +7,9 @@ import scipy.sparse as sp
 
 from einsum_cases import DENSITIES, EXPRESSIONS, operands, reference
 from sparse_einsum import einsum
-from sparse_einsum.relation import compose, decompose
-
-PLANS = ["relational", "dense", "random:1", "random:2", "random:3"]
+from sparse_einsum.api import einsum_session
+from sparse_einsum.blocks import compose, decompose
+from sparse_einsum.optimizer.strategies import STRATEGIES
 
 
 def test_corpus_is_large_enough():
@@ -17,16 +17,38 @@ def test_corpus_is_large_enough():
     assert len({e.count(",") + 1 for e in EXPRESSIONS} & {3, 4, 5, 6}) == 4
 
 
-@pytest.mark.parametrize("plan", PLANS)
+def distinct_plans(session) -> dict[tuple, list[str]]:
+    """The plans every registered strategy names for a session, each decomposition once
+    (with the specs that chose it)."""
+    found: dict[tuple, list[str]] = {}
+    for strategy in STRATEGIES.values():
+        for spec in strategy.examples(session.optimizer()):
+            plan = session.plan(spec)
+            found.setdefault(tuple(sorted(plan.promoted.items())), []).append(spec)
+    return found
+
+
 @pytest.mark.parametrize("expression", EXPRESSIONS)
-def test_einsum_matches_numpy(expression, plan, backend):
+def test_einsum_matches_numpy(expression, backend):
+    """Every registered strategy, on the plans its registry entry names for the expression."""
     for k, density in enumerate(DENSITIES):
         ops = operands(expression, density, seed=k, sparse_matrices=(k % 2 == 1))
         expected = reference(expression, ops)
-        got = einsum(expression, *ops, plan=plan, backend=backend)
-        assert got.shape == np.shape(expected), (expression, density)
-        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
-                                   err_msg=f"{expression} density={density} plan={plan}")
+        with einsum_session(expression, *ops, backend=backend) as session:
+            for specs in distinct_plans(session).values():
+                got = session.run(specs[0]).outputs["OUT"]
+                assert got.shape == np.shape(expected), (expression, density)
+                np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
+                                           err_msg=f"{expression} density={density} plan={specs}")
+
+
+def test_every_strategy_is_exercised_by_the_corpus():
+    counts = dict.fromkeys(STRATEGIES, 0)
+    for expression in EXPRESSIONS:
+        with einsum_session(expression, *operands(expression, 0.3, seed=0)) as session:
+            for name, strategy in STRATEGIES.items():
+                counts[name] += len(strategy.examples(session.optimizer()))
+    assert all(n >= 10 for n in counts.values()), counts
 
 
 @pytest.mark.parametrize("expression,plan", [("ij,jk->ik", "Ij,jK->IK"), ("ij,jk->ik", "iJ,Jk->ik"),

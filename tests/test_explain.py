@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from sparse_einsum import explain
-from sparse_einsum.explain import format_explanation
+from sparse_einsum.explanation import format_explanation
 from sparse_einsum.examples import GCN_PROGRAM, gcn_data
 
 

@@ -5,13 +5,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparse_einsum.api import build_dag, choose_plan, einsum_program, load_program
+from sparse_einsum import Session
 from sparse_einsum.cost import CostModel, CostParams, DEFAULT_PARAMS
-from sparse_einsum.executor import execute
-from sparse_einsum.optimizer.choose import Optimizer, input_statistics
-from sparse_einsum.optimizer.search import brute_force, dynamic_programming, greedy, plan_cost
+from sparse_einsum.optimizer.search import (
+    LoadItem, SearchSpace, brute_force, dynamic_programming, greedy,
+)
+from sparse_einsum.optimizer.strategies import candidate_plans
+from sparse_einsum.program.parser import load_program
+from sparse_einsum.program.subscripts import parse_subscripts
 from sparse_einsum.reference import evaluate
-from sparse_einsum.stats.propagate import propagate
+from sparse_einsum.sql.duckdb import DuckDBDialect
 from sparse_einsum.stats.tensor_stats import exact_stats
 
 DAGS = {
@@ -56,6 +59,20 @@ PARAMS = [DEFAULT_PARAMS["duckdb"], CostParams(1e-8, 1e-10, 1e-6, 1e-9),
           CostParams(1e-10, 1e-8, 1e-8, 1e-8)]
 
 
+def _session(program, data, **options) -> Session:
+    """A session that only plans (no database)."""
+    return Session(program, data, backend=None, dialect=DuckDBDialect(), **options)
+
+
+def _einsum(subscripts: str, data: dict) -> Session:
+    return _session(parse_subscripts(subscripts, len(data)).program(), data)
+
+
+def _space(text, data, params) -> SearchSpace:
+    ctx = _session(text, data).optimizer()
+    return SearchSpace(ctx.dag, CostModel(ctx.dag, ctx.stats, params), {})
+
+
 def _data(shapes, seed):
     rng = np.random.default_rng(seed)
     data = {}
@@ -70,26 +87,22 @@ def _data(shapes, seed):
 def test_dp_is_optimal_for_its_cost_model(name, params):
     text, shapes = DAGS[name]
     for seed in range(2):
-        data = _data(shapes, seed)
-        dag = build_dag(load_program(text), data)
-        model = CostModel(dag, propagate(dag, input_statistics(dag, data)), params)
-        best = brute_force(dag, model)
-        found = dynamic_programming(dag, model, k=3)
+        space = _space(text, _data(shapes, seed), params)
+        best = brute_force(space)[0]
+        found = dynamic_programming(space, k=3)
         assert found[0].total == pytest.approx(best.total, rel=1e-9)
         assert [p.total for p in found] == sorted(p.total for p in found)
         for p in found:   # the reported cost is the cost of the plan it describes
-            assert plan_cost(dag, model, dict(p.choices)).total == pytest.approx(p.total, rel=1e-9)
-        assert greedy(dag, model).total >= best.total * (1 - 1e-9)
+            assert space.cost(dict(p.choices)).total == pytest.approx(p.total, rel=1e-9)
+        assert greedy(space).total >= best.total * (1 - 1e-9)
 
 
 def test_dp_is_optimal_with_stored_inputs():
     text, shapes = DAGS["shared"]
-    data = _data(shapes, 3)
-    dag = build_dag(load_program(text), data)
-    model = CostModel(dag, propagate(dag, input_statistics(dag, data)), PARAMS[0])
-    stored = {name: tuple(range(len(s))) for name, s in shapes.items()}
-    assert dynamic_programming(dag, model, 1, stored)[0].total == pytest.approx(
-        brute_force(dag, model, stored).total, rel=1e-9)
+    space = _space(text, _data(shapes, 3), PARAMS[0])
+    space.stored = {name: tuple(range(len(s))) for name, s in shapes.items()}
+    assert dynamic_programming(space, 1)[0].total == pytest.approx(
+        brute_force(space)[0].total, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(DAGS))
@@ -97,15 +110,14 @@ def test_ranked_and_greedy_plans_compute_the_same_numbers(name, duck):
     text, shapes = DAGS[name]
     program = load_program(text)
     data = _data(shapes, 1)
-    dag = build_dag(program, data)
     expected = evaluate(program, data)
-    opt = Optimizer.build(dag, input_statistics(dag, data))
-    plans = opt.top(3) + [opt.greedy()]
-    assert len({tuple(sorted(p.promoted.items())) for p in plans[:3]}) == 3
-    for plan in plans:
-        got = execute(dag, plan, data, duck).outputs
-        for out in program.outputs:
-            np.testing.assert_allclose(got[out], expected[out], rtol=1e-9, atol=1e-12)
+    with Session(program, data, backend=duck) as session:
+        plans = session.plans("optimal", 3) + session.plans("greedy")
+        assert len({tuple(sorted(p.promoted.items())) for p in plans[:3]}) == 3
+        for plan in plans:
+            got = session.run(plan).outputs
+            for out in program.outputs:
+                np.testing.assert_allclose(got[out], expected[out], rtol=1e-9, atol=1e-12)
 
 
 # -- estimator accuracy -------------------------------------------------------------------
@@ -127,17 +139,14 @@ def test_formula_7_within_20_percent_on_uniform_data():
 
 def test_join_and_aggregate_estimates_within_20_percent_on_uniform_data():
     a, b = _uniform(3000, 2000, 15000, 1), _uniform(2000, 2500, 12000, 2)
-    data = {"T0": a, "T1": b}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), data)
-    model = CostModel(dag, propagate(dag, input_statistics(dag, data)), PARAMS[0])
-    cost = model.vertex(dag.vertices[0], frozenset("ijk"))
+    ctx = _einsum("ij,jk->ik", {"T0": a, "T1": b}).optimizer()
+    cost = ctx.model.vertex(ctx.dag.vertices[0], frozenset("ijk"))
     a_csc = a.tocsc()
     truth_join = int(np.sum(np.diff(a_csc.indptr) * np.diff(b.indptr)))
     truth_out = (a @ b).nnz
     assert cost.join_tuples == pytest.approx(truth_join, rel=0.2)
     assert cost.out_tuples == pytest.approx(truth_out, rel=0.2)
-    stats = propagate(dag, input_statistics(dag, data))
-    assert stats["OUT"].nnz == pytest.approx(truth_out, rel=0.2)
+    assert ctx.stats["OUT"].nnz == pytest.approx(truth_out, rel=0.2)
 
 
 def test_estimates_on_a_power_law_matrix_are_off_by_a_known_factor():
@@ -152,10 +161,8 @@ def test_estimates_on_a_power_law_matrix_are_off_by_a_known_factor():
     cols = rng.choice(n, 40000, p=weights)
     a = sp.csr_matrix((np.ones(40000), (rows, cols)), shape=(n, n))
     a.data[:] = 1.0
-    data = {"T0": a, "T1": a}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), data)
-    model = CostModel(dag, propagate(dag, input_statistics(dag, data)), PARAMS[0])
-    cost = model.vertex(dag.vertices[0], frozenset("ijk"))
+    ctx = _einsum("ij,jk->ik", {"T0": a, "T1": a}).optimizer()
+    cost = ctx.model.vertex(ctx.dag.vertices[0], frozenset("ijk"))
     truth_join = int(np.sum(np.diff(a.tocsc().indptr) * np.diff(a.indptr)))
     ratio = truth_join / cost.join_tuples
     assert 15.0 < ratio < 30.0, ratio
@@ -184,8 +191,8 @@ input H[j,f]
 input W[f,g]
 AH[i,f] = A[i,j] * H[j,f]
 Z[i,g] = AH[i,f] * W[f,g]""")
-    dag = build_dag(program, data)
-    plan = choose_plan(dag, "optimal", data)
+    session = _session(program, data)
+    plan, dag = session.plan("optimal"), session.dag
     assert plan.uclc(dag.vertex("AH")) == "AH[I,f] = A[I,J] * H[J,f]"
     assert plan.uclc(dag.vertex("Z")) == "Z[I,g] = AH[I,f] * W[f,g]"
 
@@ -193,28 +200,25 @@ Z[i,g] = AH[i,f] * W[f,g]""")
 def test_dense_small_product_stays_dense_and_very_sparse_is_promoted():
     rng = np.random.default_rng(0)
     dense = {"T0": rng.normal(size=(64, 64)), "T1": rng.normal(size=(64, 64))}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), dense)
-    assert choose_plan(dag, "optimal", dense).promoted["OUT"] == frozenset()
+    assert _einsum("ij,jk->ik", dense).plan("optimal").promoted["OUT"] == frozenset()
     sparse = {"T0": _uniform(3000, 3000, 4000, 3), "T1": _uniform(3000, 3000, 4000, 4)}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), sparse)
-    assert choose_plan(dag, "optimal", sparse).promoted["OUT"] == frozenset("ijk")
+    assert _einsum("ij,jk->ik", sparse).plan("optimal").promoted["OUT"] == frozenset("ijk")
 
 
 def test_memory_cap_excludes_big_tuples():
     rng = np.random.default_rng(0)
     dense = {"T0": rng.normal(size=(64, 64)), "T1": rng.normal(size=(64, 64))}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), dense)
-    opt = Optimizer.build(dag, input_statistics(dag, dense), max_tuple_bytes=64 * 64 * 8 - 1)
-    for plan in opt.top(5):
+    session = _session(parse_subscripts("ij,jk->ik", 2).program(), dense,
+                       memory_cap=64 * 64 * 8 - 1)
+    for plan in session.plans("optimal", 5):
         assert len(plan.promoted["OUT"]) >= 1   # 64x64 doubles do not fit one tuple
 
 
 def test_rank_plans_by_name(duck):
     rng = np.random.default_rng(1)
-    data = {"T0": rng.normal(size=(6, 5)), "T1": rng.normal(size=(5, 4))}
-    dag = build_dag(einsum_program(["ij", "jk"], "ik"), data)
-    costs = [choose_plan(dag, f"rank:{n}", data).cost for n in (1, 2, 3)]
-    assert costs == sorted(costs) and choose_plan(dag, "optimal", data).cost == costs[0]
+    session = _einsum("ij,jk->ik", {"T0": rng.normal(size=(6, 5)), "T1": rng.normal(size=(5, 4))})
+    costs = [session.plan(f"rank:{n}").cost for n in (1, 2, 3)]
+    assert costs == sorted(costs) and session.plan("optimal").cost == costs[0]
 
 
 def test_loading_inputs_is_priced_once_per_decomposition():
@@ -223,13 +227,12 @@ def test_loading_inputs_is_priced_once_per_decomposition():
     data = {"A": _uniform(2000, 2000, 8000, 5), "H": rng.normal(size=(2000, 64))}
     program = load_program("input A[i,j]\ninput H[j,f]\nX[i,f] = A[i,j] * H[j,f]\n"
                            "Y[i,f] = A[i,j] * X[j,f]\noutput Y")
-    dag = build_dag(program, data)
-    opt = Optimizer.build(dag, input_statistics(dag, data))
+    session = _session(program, data)
+    ctx = session.optimizer()
     relational = frozenset("ijf")
-    assert opt.model.load("A", (0,)) > 100 * opt.model.load("A", (0, 1))   # 2000 dense rows
-    choice = {"X": relational, "Y": relational}
-    items = dict(plan_cost(dag, opt.model, choice).costs)
-    loads = [key for key in items if key[0] == "l"]
-    assert sorted(loads) == [("l", "A", (0, 1)), ("l", "H", (0, 1))]   # A loaded once
-    for plan in opt.top(4):
-        assert sum(s["total"] for s in plan.statement_costs.values()) == pytest.approx(plan.cost)
+    assert ctx.model.load("A", (0,)) > 100 * ctx.model.load("A", (0, 1))   # 2000 dense rows
+    items = dict(ctx.space.cost({"X": relational, "Y": relational}).costs)
+    loads = [item for item in items if isinstance(item, LoadItem)]
+    assert sorted(loads, key=repr) == [LoadItem("A", (0, 1)), LoadItem("H", (0, 1))]  # A once
+    for plan in session.plans("optimal", 4):
+        assert sum(s.total for s in plan.statement_costs.values()) == pytest.approx(plan.cost)

@@ -3,21 +3,16 @@ plus the binary COPY helpers."""
 from __future__ import annotations
 
 import os
-import sys
 from math import prod
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).parent))          # the same module name as conftest's
-
-from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays  # noqa: E402
-from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels  # noqa: E402
-from sparse_einsum.errors import BackendError  # noqa: E402
-from sparse_einsum.kernels.spec import KernelSpec  # noqa: E402
-from pg_server import pg_dsn  # noqa: E402,F401
+from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays
+from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels
+from sparse_einsum.errors import BackendError
+from sparse_einsum.kernels.spec import KernelSpec
 
 psycopg = pytest.importorskip("psycopg")
 RTOL = ATOL = 1e-12

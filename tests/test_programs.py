@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparse_einsum.api import build_dag, choose_plan, load_program
-from sparse_einsum.executor import execute
+from sparse_einsum import Session
+from sparse_einsum.optimizer.strategies import STRATEGIES
+from sparse_einsum.program.parser import load_program
 from sparse_einsum.reference import evaluate
 
-PLANS = ["relational", "dense"] + [f"random:{s}" for s in range(1, 9)]
+RANDOM_PLANS = [f"random:{s}" for s in range(4, 9)]
 rng = np.random.default_rng(42)
 
 
@@ -92,19 +93,21 @@ PROGRAMS = {
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_reference_under_every_plan(name, backend):
+    """Every registered strategy's plans, and more random ones."""
     text, make_data = PROGRAMS[name]
     program = load_program(text)
     data = make_data()
     expected = evaluate(program, data)
-    dag = build_dag(program, data)
     repartitioned = 0
-    for spec in PLANS:
-        plan = choose_plan(dag, spec, data)
-        repartitioned += bool(plan.repartitions(dag))
-        got = execute(dag, plan, data, backend).outputs
-        for out in program.outputs:
-            np.testing.assert_allclose(got[out], expected[out], rtol=1e-9, atol=1e-12,
-                                       err_msg=f"{name}: {out} under {spec}")
+    with Session(program, data, backend=backend) as session:
+        dag = session.dag
+        specs = [spec for s in STRATEGIES.values() for spec in s.examples(session.optimizer())]
+        for spec in specs + RANDOM_PLANS:
+            run = session.run(spec)
+            repartitioned += bool(run.plan.repartitions(dag))
+            for out in program.outputs:
+                np.testing.assert_allclose(run.outputs[out], expected[out], rtol=1e-9,
+                                           atol=1e-12, err_msg=f"{name}: {out} under {spec}")
     if any(o.tensor not in dag.inputs for v in dag.vertices for o in v.operands):
         assert repartitioned, f"{name}: no forced plan exercised a repartition"
 
@@ -113,7 +116,7 @@ def test_missing_tuples_are_zeros_for_max(backend):
     """max over a row that is partly missing includes the implicit zeros."""
     program = load_program("input N[i,j]\nM[i] = max(N[i,j])\noutput M")
     data = {"N": np.array([[-1.0, 0.0, -2.0], [-1.0, -3.0, -2.0], [0.0, 0.0, 0.0]])}
-    dag = build_dag(program, data)
-    for spec in ["relational", "dense", "Ij->I", "iJ->i"]:
-        got = execute(dag, choose_plan(dag, spec, data), data, backend).outputs["M"]
-        np.testing.assert_array_equal(got, [0.0, -1.0, 0.0])
+    with Session(program, data, backend=backend) as session:
+        for spec in ["relational", "dense", "Ij->I", "iJ->i"]:
+            got = session.run(spec).outputs["M"]
+            np.testing.assert_array_equal(got, [0.0, -1.0, 0.0])

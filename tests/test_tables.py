@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparse_einsum import DataError, run
-from sparse_einsum.api import prepare
+from sparse_einsum import DataError, Session, run
 
 HOSTILE = 'x"; DROP TABLE y; --'
 
@@ -45,12 +44,10 @@ def test_program_over_a_table_matches_numpy(tables, plan):
 
 
 def test_statistics_come_from_sql(tables):
-    prepared = prepare("input A[i,j] from edges(src, dst, weight)\nS[i] = A[i,j]", {}, tables)
-    try:
-        stats = prepared.input_stats["A"]
+    with Session("input A[i,j] from edges(src, dst, weight)\nS[i] = A[i,j]", {},
+                 backend=tables) as session:
+        stats = session.stats()["A"]
         assert stats.shape == (4, 4) and stats.nnz == 3 and stats.distinct == (3.0, 3.0)
-    finally:
-        prepared.release(tables)
 
 
 def _tables(db) -> set[str]:

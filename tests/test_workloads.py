@@ -1,4 +1,4 @@
-"""The benchmark workloads (experiments/) against NumPy and qiskit at small scale.
+"""The benchmark workloads (the `experiments` package) against NumPy and qiskit at small scale.
 
 Every graph workload runs on Zachary's karate club under the optimizer's plan and
 under the pure-relational plan; the quantum circuits run at 4-6 qubits and are
@@ -7,22 +7,25 @@ compared with qiskit's Statevector.
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
-
-from workloads import dense, workload  # noqa: E402
-
-from sparse_einsum.api import run  # noqa: E402
+from experiments.quantum import (circuit_program, numpy_simulate, output_name,
+                                 quantum_reference, quantum_workload)
+from experiments.workloads import dense, workload
+from sparse_einsum import Session
 
 PLANS = ("optimal", "relational")
 HAS_POSTGRES = importlib.util.find_spec("sparse_einsum.backends.postgres") is not None
+
+
+def run(program, data: dict[str, object], *, backend,
+        plan: str = "optimal") -> dict[str, np.ndarray]:
+    """The outputs of a workload run as a user runs it: a Session, its plan, its run."""
+    with Session(program, data, backend=backend) as session:
+        return session.run(plan).outputs
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -78,9 +81,6 @@ def test_workload_data_shapes():
 
 
 # -- quantum circuits -----------------------------------------------------------
-from quantum import (circuit_program, numpy_simulate, output_name,  # noqa: E402
-                     quantum_reference, quantum_workload)
-
 CIRCUIT_CASES = [("qft", 5), ("multiplier", 6), ("quantum_volume", 4)]
 
 
@@ -121,16 +121,16 @@ needs_postgres = pytest.mark.skipif(not HAS_POSTGRES,
 @pytest.fixture(scope="module")
 def pg_workloads(pg_dsn):
     """A PostgreSQL backend on the test server, installing the kernels when they are missing."""
-    from sparse_einsum.api import make_backend
+    from sparse_einsum.backends import open_backend
     from sparse_einsum.backends.pg_kernels import install_kernels
     from sparse_einsum.errors import BackendError
     try:
-        backend = make_backend("postgres", dsn=pg_dsn)
+        backend, _ = open_backend("postgres", dsn=pg_dsn)
     except BackendError:
         install_kernels(pg_dsn)
-        backend = make_backend("postgres", dsn=pg_dsn)
-    yield backend
-    backend.close()
+        backend, _ = open_backend("postgres", dsn=pg_dsn)
+    with backend:
+        yield backend
 
 
 @needs_postgres

@@ -2,19 +2,21 @@
 arrow UDFs, runs the compiled statements and fetches results."""
 from __future__ import annotations
 
-from math import prod
-from typing import Callable
+from typing import Callable, Sequence
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 from duckdb import sqltypes
 
-from ..kernels.numpy_kernels import REDUCE, position_offsets, run_kernel
+from ..blocks import Blocks
+from ..inputs import SourceInput
+from ..kernels.numpy_kernels import position_offsets, run_kernel
 from ..kernels.spec import GatherSpec, KernelSpec
-from ..relation import Relation
-from ..sql.duckdb_dialect import DuckDBDialect
-from ..sql.relations import KernelUse, RelInfo, Step
+from ..program.ops import AGGREGATES
+from ..sql.duckdb import DuckDBDialect, file_scan
+from ..sql.steps import KernelUse, Step, TableRelation
+from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
 
@@ -53,22 +55,26 @@ def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
 
 
-class DuckDBBackend:
-    """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given)."""
+class DuckDBBackend(Backend):
+    """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
+
+    A caller's connection gets its own cursor: same database, and an unfinished result
+    of the caller's does not block our statements."""
     name = "duckdb"
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
-                 temp_directory: str | None = None, threads: int | None = None):
-        self.owns = connection is None
-        # a caller's connection gets its own cursor: same database, and an unfinished
-        # result of the caller's does not block our statements
-        self.con = connection.cursor() if connection is not None else duckdb.connect(database)
+                 temp_directory: str | None = None, threads: int | None = None,
+                 read_only: bool = False):
+        if connection is None:
+            connection = duckdb.connect(database, read_only=read_only)
+            self.con = connection
+        else:
+            self.con = connection.cursor()
         self.con.execute("SET enable_progress_bar = false")
-        if memory_limit:
-            self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
-        if temp_directory:
-            self.con.execute(f"SET temp_directory = {_literal(temp_directory)}")
+        for setting, value in (("memory_limit", memory_limit), ("temp_directory", temp_directory)):
+            if value:
+                self.con.execute(f"SET {setting} = {_literal(value)}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.dialect = DuckDBDialect()
@@ -77,13 +83,13 @@ class DuckDBBackend:
         self.con.close()     # our own connection, or our cursor on the caller's
 
     # -- data in and out ----------------------------------------------------
-    def load(self, rel: RelInfo, relation: Relation) -> None:
-        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, relation.keys)}
+    def load(self, rel: TableRelation, blocks: Blocks) -> None:
+        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
         if rel.is_scalar:
-            columns["val"] = pa.array(np.asarray(relation.values, dtype=np.float64))
+            columns["val"] = pa.array(np.asarray(blocks.values, dtype=np.float64))
         else:
-            columns["val"] = _list_array(np.asarray(relation.values, dtype=np.float64)
-                                         .reshape(len(relation), rel.sub_size))
+            columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
+                                         .reshape(len(blocks), rel.sub_size))
         view = f"{rel.table}_arrow"
         self.con.register(view, pa.table(columns))
         try:
@@ -91,26 +97,34 @@ class DuckDBBackend:
         finally:
             self.con.unregister(view)
 
-    def fetch(self, rel: RelInfo) -> Relation:
+    def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
         table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
         keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
         val = table.column("val")
         values = _scalars(val).astype(np.float64) if rel.is_scalar else \
             _rows(val).reshape(table.num_rows, rel.sub_size)
-        return Relation(keys, values)
+        return Blocks(keys, values)
 
-    def query(self, sql: str, params: list) -> list[tuple]:
-        return self.con.execute(sql, params).fetchall()
+    def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        return self.con.execute(sql, list(params)).fetchall()
 
     def execute(self, sql: str) -> None:
         self.con.execute(sql)
 
-    def row_count(self, rel: RelInfo) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM {self.dialect.q(rel.table)}").fetchall()[0][0])
+    def source_from(self, source: SourceInput, scratch: str) -> str:
+        """Files are read in place; an Arrow table is scanned through a registered view
+        (their columns were checked when they were bound)."""
+        if source.kind == "file":
+            return file_scan(source.location, source.file_format)
+        self.con.register(scratch, source.arrow)
+        return self.dialect.q(scratch)
 
-    def drop(self, rel: RelInfo) -> None:
-        self.con.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+    def release_source(self, scratch: str) -> None:
+        try:
+            self.con.unregister(scratch)
+        except duckdb.Error:
+            pass
 
     # -- statements ---------------------------------------------------------
     def run(self, step: Step) -> None:
@@ -131,7 +145,7 @@ class DuckDBBackend:
         if use.kind == "kernel":
             return self._kernel_udf(use)
         if use.kind == "aggregate":
-            return _aggregate_udf(use.agg, use.size), [
+            return _aggregate_udf(use.agg, use.expected_count), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
         if use.kind == "split":
             return _split_udf(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
@@ -163,7 +177,7 @@ class DuckDBBackend:
 
 def _aggregate_udf(agg: str, expected: int):
     """Element-wise AGG over each group's list of vectors (and 0 where tuples are missing)."""
-    reduce_at = {"sum": np.add, "max": np.maximum, "min": np.minimum}[agg].reduceat
+    pairwise = AGGREGATES[agg].pairwise
 
     def udf(groups, counts):
         if isinstance(groups, pa.ChunkedArray):
@@ -171,10 +185,10 @@ def _aggregate_udf(agg: str, expected: int):
         lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
         rows = _rows(groups.flatten())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        out = reduce_at(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
+        out = pairwise.reduceat(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
         if agg != "sum":
             short = _scalars(counts) < expected
-            out[short] = REDUCE[agg](np.stack([out[short], np.zeros_like(out[short])]), axis=0)
+            out[short] = pairwise(out[short], 0.0)
         return _list_array(out)
     return udf
 

@@ -75,12 +75,15 @@ def _check_tools(pg_config: str, major: int) -> None:
 
 
 def _build(source: Path, pg_config: str) -> None:
-    """make + make install in a scratch copy of source (keeps the source tree clean)."""
+    """make + make install in a scratch copy of source and ../common (keeps the source
+    tree clean)."""
     if not (source / "Makefile").exists():
         raise BackendError(f"no extension sources in {source}")
     with tempfile.TemporaryDirectory(prefix="se-kernels-") as tmp:
         work = Path(tmp) / "postgres"
-        shutil.copytree(source, work, ignore=shutil.ignore_patterns("*.o", "*.so", "*.bc"))
+        ignore = shutil.ignore_patterns("*.o", "*.so", "*.bc")
+        shutil.copytree(source, work, ignore=ignore)
+        shutil.copytree(source.parent / "common", Path(tmp) / "common", ignore=ignore)
         for target in ([], ["install"]):
             r = subprocess.run(["make", "-C", str(work), f"PG_CONFIG={pg_config}", *target],
                                capture_output=True, text=True)

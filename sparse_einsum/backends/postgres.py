@@ -1,23 +1,27 @@
 """The PostgreSQL backend: binary COPY in and out, kernels from the C extension."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
+from ..blocks import Blocks
 from ..errors import BackendError
-from ..relation import Relation
-from ..sql.postgres_dialect import PostgresDialect
-from ..sql.relations import RelInfo, Step
+from ..inputs import SourceInput, read_file
+from ..sql.postgres import PostgresDialect
+from ..sql.steps import TableRelation
+from .base import Backend, arrow_columns
 from .pg_copy import copy_in_arrays, copy_out_arrays
 from .pg_kernels import check_kernels
 
 
-class PostgresBackend:
+class PostgresBackend(Backend):
     """Runs compiled steps on a PostgreSQL database given by `dsn` (or a psycopg connection)."""
     name = "postgres"
 
     def __init__(self, dsn: str | None = None, *, connection=None, work_mem: str = "256MB"):
         import psycopg
-        self.owns = connection is None
+        self._owns = connection is None
         if connection is None:
             if not dsn:
                 raise BackendError("the postgres backend needs a DSN (--dsn or dsn=...)")
@@ -36,46 +40,53 @@ class PostgresBackend:
         self.dialect = PostgresDialect()
 
     def close(self) -> None:
-        if self.owns:
+        if self._owns:
             self.conn.close()
 
-    def load(self, rel: RelInfo, relation: Relation) -> None:
+    def load(self, rel: TableRelation, blocks: Blocks) -> None:
         q = self.dialect.q
         keys = [f"{q(c)} bigint" for c in rel.columns]
         value = "val float8" if rel.is_scalar else "val float8[]"
         self.conn.execute(f"CREATE UNLOGGED TABLE {q(rel.table)} ({', '.join(keys + [value])})")
-        if len(relation) == 0:
+        if len(blocks) == 0:
             return
-        values = np.asarray(relation.values, dtype=np.float64)
+        values = np.asarray(blocks.values, dtype=np.float64)
         if not rel.is_scalar:
-            values = values.reshape(len(relation), rel.sub_size)
-        copy_in_arrays(self.conn, q(rel.table), dict(zip(rel.columns, relation.keys)), values)
+            values = values.reshape(len(blocks), rel.sub_size)
+        copy_in_arrays(self.conn, q(rel.table), dict(zip(rel.columns, blocks.keys)), values)
 
-    def fetch(self, rel: RelInfo) -> Relation:
+    def fetch(self, rel: TableRelation) -> Blocks:
         q = self.dialect.q
         if self.row_count(rel) == 0:
             shape = (0,) if rel.is_scalar else (0, rel.sub_size)
-            return Relation([np.zeros(0, dtype=np.int64) for _ in rel.columns], np.zeros(shape))
+            return Blocks([np.zeros(0, dtype=np.int64) for _ in rel.columns], np.zeros(shape))
         cols = ", ".join([f"CAST({q(c)} AS bigint) AS {q(c)}" for c in rel.columns] + ["val"])
         keys, values = copy_out_arrays(self.conn, f"SELECT {cols} FROM {q(rel.table)}")
         key_arrays = [np.asarray(k, dtype=np.int64) for k in keys.values()]
         values = np.asarray(values, dtype=np.float64)
         if not rel.is_scalar:
             values = values.reshape(len(values), rel.sub_size)
-        return Relation(key_arrays, values)
+        return Blocks(key_arrays, values)
 
-    def run(self, step: Step) -> None:
-        self.conn.execute(step.sql)
-
-    def query(self, sql: str, params: list) -> list[tuple]:
-        return self.conn.execute(sql, params or None).fetchall()
+    def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        return self.conn.execute(sql, list(params) or None).fetchall()
 
     def execute(self, sql: str) -> None:
         self.conn.execute(sql)
 
-    def row_count(self, rel: RelInfo) -> int:
-        return int(self.conn.execute(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")
-                   .fetchone()[0])
+    def source_from(self, source: SourceInput, scratch: str) -> str:
+        """Files and Arrow tables are copied in (binary COPY) to a scratch table."""
+        table = arrow_columns(source, read_file(source) if source.kind == "file" else source.arrow)
+        q = self.dialect.q
+        cols = [f"{q(k)} bigint" for k in source.keys] + (
+            [f"{q(source.value)} float8"] if source.value else [])
+        self.conn.execute(f"CREATE TEMP TABLE {q(scratch)} ({', '.join(cols)})")
+        if table.num_rows:
+            keys = {k: table.column(k).to_numpy() for k in source.keys}
+            values = table.column(source.value).to_numpy() if source.value else None
+            copy_in_arrays(self.conn, q(scratch), keys, values,
+                           value_column=source.value or "val")
+        return q(scratch)
 
-    def drop(self, rel: RelInfo) -> None:
-        self.conn.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+    def release_source(self, scratch: str) -> None:
+        self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(scratch)}")

@@ -1,63 +1,20 @@
 """NumPy implementations of the kernel functions, applied to whole batches of tuples.
 
-These are the oracle's functions (the reference evaluator uses them too) and the
-bodies of the arrow UDFs registered in DuckDB.
+They are the bodies of the arrow UDFs registered in DuckDB; the operations themselves
+come from the table in `sparse_einsum.program.ops`.
 """
 from __future__ import annotations
 
 from math import prod
-from typing import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from scipy.special import expit
 
+from ..program.ops import AGGREGATES, OPS, numpy_function
 from .spec import KernelSpec
-
-_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "id": lambda x: x,
-    "neg": np.negative,
-    "relu": lambda x: np.maximum(x, 0.0),
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "sigmoid": expit,
-    "tanh": np.tanh,
-    "abs": np.abs,
-}
-_WITH_CONST: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
-    "mulc": lambda x, c: x * c,
-    "addc": lambda x, c: x + c,
-    "subc": lambda x, c: x - c,
-    "rsubc": lambda x, c: c - x,
-    "divc": lambda x, c: x / c,
-    "rdivc": lambda x, c: c / x,
-    "maxc": np.maximum,
-    "minc": np.minimum,
-    "powc": np.power,
-}
-BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
-}
-REDUCE: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "max": np.max, "min": np.min}
 
 # elements one kernel chunk may materialise (op applied before the reduction)
 _CHUNK_ELEMENTS = 1 << 22
-
-
-def unary_function(code: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The NumPy function for a unary kernel code such as ``relu`` or ``mulc:2.5``."""
-    if ":" in code:
-        name, const = code.split(":", 1)
-        fn, c = _WITH_CONST[name], float(const)
-        return lambda x: fn(x, c)
-    return _UNARY[code]
-
-
-def annihilates_zero(code: str) -> bool:
-    """True when f(0) == 0, so that missing (zero) tuples stay missing."""
-    with np.errstate(all="ignore"):
-        return bool(unary_function(code)(np.zeros(1))[0] == 0.0)
 
 
 def _view(flat: np.ndarray, dims: tuple[int, ...], strides: tuple[int, ...],
@@ -70,9 +27,6 @@ def _view(flat: np.ndarray, dims: tuple[int, ...], strides: tuple[int, ...],
                       strides=(flat.strides[0], *(strides[t] * item for t in axes)),
                       writeable=False)
     return view, axes
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY"
 
 
 def run_kernel(spec: KernelSpec, *inputs: np.ndarray | None,
@@ -127,11 +81,11 @@ def _run_chunk(spec: KernelSpec, flats: list[np.ndarray], shared: set[int], n: i
             np.broadcast_to(result.reshape(1, -1), (n, max(result.size, 1)))
     views = [_view(f, spec.dims, s, keep_broadcast=True)[0] for f, s in zip(flats, spec.strides)]
     if spec.arity == 2:
-        values = BINARY[spec.op](views[0], views[1])
+        values = OPS[spec.op].numpy(views[0], views[1])
     else:
-        values = unary_function(spec.op)(views[0])
+        values = numpy_function(spec.op)(views[0])
     if reduce_axes:
-        values = REDUCE[spec.agg](values, axis=reduce_axes)
+        values = AGGREGATES[spec.agg].numpy(values, axis=reduce_axes)
     return np.broadcast_to(np.asarray(values), (n, *np.shape(values)[1:]))
 
 

@@ -2,16 +2,17 @@
 
 A vertex computes ``W[labels] = AGG_{agg labels} OP(U[..], V[..])`` (binary) or
 ``W[labels] = AGG_{agg labels} FN(U[..])`` (unary). Statements of a program are
-lowered into vertices by `sparse_einsum.program.lower`.
+lowered into vertices by `sparse_einsum.program.lower`. The graph is a networkx
+DiGraph over tensors: an edge runs from each operand tensor to the tensor computed
+from it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from math import prod
+from dataclasses import dataclass
 
 import networkx as nx
 
-from ..kernels.numpy_kernels import annihilates_zero
+from .ops import preserves_zero
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Operand:
 class Vertex:
     name: str                        # the tensor this vertex produces
     labels: tuple[str, ...]          # output labels, distinct
-    op: str                          # binary: mul add sub div; unary: kernel function code
+    op: str                          # an operation code of program.ops
     agg: str                         # sum | max | min
     operands: tuple[Operand, ...]    # one or two
     line: int = 0                    # statement line in the program, 0 if unknown
@@ -52,29 +53,46 @@ class Vertex:
     @property
     def annihilates(self) -> bool:
         """True when a zero input gives a zero output (missing tuples stay missing)."""
-        if self.is_binary:
-            return self.op == "mul"
-        return annihilates_zero(self.op)
+        return preserves_zero(self.op)
 
 
-@dataclass
 class Dag:
-    """Vertices in topological order, input tensors with their labels, and shapes."""
-    inputs: dict[str, tuple[str, ...]]
-    vertices: list[Vertex]
-    outputs: list[str]
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Input tensors, vertices in topological order, outputs and every tensor's shape."""
+
+    def __init__(self, inputs: dict[str, tuple[str, ...]], shapes: dict[str, tuple[int, ...]],
+                 outputs: list[str]):
+        self.graph = nx.DiGraph()
+        self.inputs = dict(inputs)
+        self.shapes = dict(shapes)
+        self.outputs = list(outputs)
+        self._vertices: dict[str, Vertex] = {}
+        self.graph.add_nodes_from(self.inputs)
+
+    def add(self, vertex: Vertex, shape: tuple[int, ...]) -> Operand:
+        """Append a vertex whose operands exist already; returns its output as an operand."""
+        if vertex.name in self.graph:
+            raise ValueError(f"tensor {vertex.name} is defined twice")
+        missing = [o.tensor for o in vertex.operands if o.tensor not in self.graph]
+        if missing:
+            raise ValueError(f"vertex {vertex.name} uses unknown tensor {missing[0]}")
+        self.graph.add_node(vertex.name)
+        self.graph.add_edges_from((o.tensor, vertex.name) for o in vertex.operands)
+        self._vertices[vertex.name] = vertex
+        self.shapes[vertex.name] = tuple(shape)
+        return Operand(vertex.name, vertex.labels)
+
+    @property
+    def vertices(self) -> list[Vertex]:
+        """In topological order (the order they were added, which respects every edge)."""
+        return list(self._vertices.values())
 
     def vertex(self, name: str) -> Vertex:
-        for v in self.vertices:
-            if v.name == name:
-                return v
-        raise KeyError(name)
+        return self._vertices[name]
 
     def labels_of(self, tensor: str) -> tuple[str, ...]:
         if tensor in self.inputs:
             return self.inputs[tensor]
-        return self.vertex(tensor).labels
+        return self._vertices[tensor].labels
 
     def label_sizes(self, vertex: Vertex) -> dict[str, int]:
         """Size of every label of a vertex, read from its operands' shapes."""
@@ -83,18 +101,10 @@ class Dag:
             sizes.update(zip(operand.labels, self.shapes[operand.tensor]))
         return sizes
 
-    def size(self, tensor: str) -> int:
-        return prod(self.shapes[tensor])
-
     def consumers(self, tensor: str) -> list[Vertex]:
-        return [v for v in self.vertices if any(o.tensor == tensor for o in v.operands)]
+        """The vertices reading `tensor`, in topological order."""
+        users = set(self.graph.successors(tensor))
+        return [v for v in self._vertices.values() if v.name in users]
 
-    def graph(self) -> nx.DiGraph:
-        """Tensors as nodes; an edge from each operand tensor to the vertex using it."""
-        g = nx.DiGraph()
-        g.add_nodes_from(self.inputs)
-        for v in self.vertices:
-            g.add_node(v.name)
-            for position, operand in enumerate(v.operands):
-                g.add_edge(operand.tensor, v.name, position=position)
-        return g
+    def sinks(self) -> list[Vertex]:
+        return [v for v in self._vertices.values() if self.graph.out_degree(v.name) == 0]

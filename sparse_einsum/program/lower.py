@@ -13,17 +13,13 @@ import opt_einsum
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
 from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_refs
-
-_BINARY_OPS = {"*": "mul", "+": "add", "-": "sub", "/": "div"}
-# constant on the right: x OP c ; constant on the left: c OP x
-_CONST_RIGHT = {"*": "mulc", "+": "addc", "-": "subc", "/": "divc"}
-_CONST_LEFT = {"*": "mulc", "+": "addc", "-": "rsubc", "/": "rdivc"}
+from .ops import BY_SYMBOL, with_constant
 
 
 def lower(program: Program, shapes: dict[str, tuple[int, ...]]) -> Dag:
     """Build the DAG. `shapes` holds the shape of every input tensor."""
-    dag = Dag(inputs={n: d.labels for n, d in program.inputs.items()}, vertices=[],
-              outputs=list(program.outputs), shapes=dict(shapes))
+    dag = Dag({n: d.labels for n, d in program.inputs.items()},
+              {n: shapes[n] for n in program.inputs}, program.outputs)
     for st in program.statements:
         _Lowerer(dag, st).run()
     return dag
@@ -66,15 +62,16 @@ class _Lowerer:
         if isinstance(expr.left, Const) and isinstance(expr.right, Const):
             raise ProgramError("an operation between two constants: write the number instead",
                                line=self.st.line)
-        if isinstance(expr.right, Const):
+        op = BY_SYMBOL[expr.op]
+        if isinstance(expr.right, Const):      # x OP c
             inner = self._lower(expr.left, root=False)
-            return self._node((inner,), f"{_CONST_RIGHT[expr.op]}:{expr.right.value!r}", root)
-        if isinstance(expr.left, Const):
+            return self._node((inner,), with_constant(op.with_constant[0], expr.right.value), root)
+        if isinstance(expr.left, Const):       # c OP x
             inner = self._lower(expr.right, root=False)
-            return self._node((inner,), f"{_CONST_LEFT[expr.op]}:{expr.left.value!r}", root)
+            return self._node((inner,), with_constant(op.with_constant[1], expr.left.value), root)
         left = self._lower(expr.left, root=False)
         right = self._lower(expr.right, root=False)
-        return self._node((left, right), _BINARY_OPS[expr.op], root)
+        return self._node((left, right), op.name, root)
 
     def _node(self, operands: tuple[Operand, ...], op: str, root: bool) -> Operand | None:
         if root:
@@ -90,9 +87,8 @@ class _Lowerer:
         else:
             self.count += 1
             name = f"{self.st.out}~{self.count}"
-        self.dag.vertices.append(Vertex(name, labels, op, agg, operands, self.st.line))
-        self.dag.shapes[name] = tuple(self.sizes[l] for l in labels)
-        return Operand(name, labels)
+        return self.dag.add(Vertex(name, labels, op, agg, operands, self.st.line),
+                            tuple(self.sizes[l] for l in labels))
 
     # -- products: contraction path ----------------------------------------
     def _contract(self, refs: list[Ref], const: float) -> None:
@@ -115,7 +111,7 @@ class _Lowerer:
             if last:
                 labels = st.out_labels
             operands.append(self._emit(labels, "mul", "sum", (left, right), final=False))
-        self._emit(st.out_labels, f"mulc:{const!r}", "sum", (operands[0],), final=True)
+        self._emit(st.out_labels, with_constant("mulc", const), "sum", (operands[0],), final=True)
 
 
 def _letters(sizes: dict[str, int]) -> dict[str, str]:

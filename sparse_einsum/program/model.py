@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-AGGREGATES = ("sum", "max", "min")
-BINARY_OPS = ("+", "-", "*", "/")
-UNARY_FUNCTIONS = ("relu", "exp", "log", "sqrt", "sigmoid", "tanh", "abs", "neg")
+from . import ops
+
+AGGREGATES = tuple(ops.AGGREGATES)
+BINARY_OPS = tuple(ops.BY_SYMBOL)
+UNARY_FUNCTIONS = ops.FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def expr_labels(expr: Expr) -> list[str]:
 
 @dataclass(frozen=True)
 class TableSource:
-    """An input bound to an existing database table: ``from edges(src, dst, weight)``.
+    """An input read from a database table, ``from edges(src, dst, weight)``, or from a
+    Parquet/CSV file, ``from 'edges.parquet'(src, dst, weight)`` (`file` set).
 
     `keys` name one column per label (in label order); `value` is the value column,
     or None when every listed row counts as 1.0.
@@ -86,6 +89,7 @@ class TableSource:
     table: str
     keys: tuple[str, ...]
     value: str | None = None
+    file: bool = False
 
 
 @dataclass(frozen=True)

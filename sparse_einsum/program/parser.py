@@ -5,6 +5,7 @@ One declaration or statement per line; ``#`` starts a comment::
     input A[i,j]
     input H[j:2708,f]                           # optional declared bound per label
     input E[i,j] from edges(src, dst, weight)   # key column per label, optional value column
+    input F[i,j] from 'edges.parquet'(src, dst) # a Parquet or CSV file, read in place
     AH[i,f] = A[i,j] * H[j,f]                   # labels not on the left are summed out
     M[i]    = max(AH[i,f])                      # aggregate wrapper: sum | max | min
     S[]     = sum(exp(AH[i,f]))                 # a scalar
@@ -23,6 +24,7 @@ an input's labels)::
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from sparse_einsum.errors import ProgramError
@@ -37,12 +39,13 @@ _TOKEN = re.compile(r"""
   | (?P<num>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<qident>"(?:[^"]|"")*")
+  | (?P<string>'(?:[^']|'')*')
   | (?P<op>[-+*/()\[\],:=])
 """, re.VERBOSE)
 
 
 class Token(NamedTuple):
-    kind: str      # "ident", "qident", "num", "op" or "eol"
+    kind: str      # "ident", "qident", "string", "num", "op" or "eol"
     text: str      # as written ("" for eol)
     value: str     # the identifier (quoted ones unescaped), else the text
     line: int
@@ -60,8 +63,9 @@ def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            what = ("expected '\"' closing the quoted identifier but found end of line"
-                    if text[pos] == '"' else
+            what = (f"expected {text[pos]!r} closing the quoted "
+                    f"{'identifier' if text[pos] == chr(34) else 'file name'} but found end of line"
+                    if text[pos] in "\"'" else
                     f"expected a name, a number or one of + - * / ( ) [ ] , : = "
                     f"but found '{text[pos]}'")
             raise ProgramError(what, source=source, line=line, column=pos + 1)
@@ -71,7 +75,7 @@ def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[
             break
         if kind != "ws":
             raw = m.group()
-            value = raw[1:-1].replace('""', '"') if kind == "qident" else raw
+            value = raw[1:-1].replace(raw[0] * 2, raw[0]) if kind in ("qident", "string") else raw
             tokens.append(Token(kind, raw, value, line, pos + 1))
         pos = m.end()
     code = text[:end].rstrip()
@@ -167,7 +171,10 @@ class _LineParser:
 
     def table_source(self, tensor: str, n_labels: int) -> TableSource:
         tok = self.peek()
-        table = self.sql_name("a table name")
+        is_file = tok.kind == "string"
+        if is_file and not tok.value:
+            self.expected("a file name")
+        table = self.next().value if is_file else self.sql_name("a table name")
         self.expect("(", "'(' after the table name")
         columns: list[str] = []
         while not self.accept(")"):
@@ -178,7 +185,7 @@ class _LineParser:
             self.fail(f"expected {n_labels} key columns (one per label of {tensor}) and an optional "
                       f"value column but found {len(columns)} columns in table {tok.text}", tok)
         value = columns[n_labels] if len(columns) > n_labels else None
-        return TableSource(table, tuple(columns[:n_labels]), value)
+        return TableSource(table, tuple(columns[:n_labels]), value, is_file)
 
     def input_decl(self, defined: dict[str, int]) -> InputDecl:
         tok = self.new_name(defined, "an input name")
@@ -330,3 +337,17 @@ def parse_rhs(text: str, source: str | None = None) -> tuple[str, Expr]:
     if p.peek().kind == "eol":
         p.expected("an expression")
     return p.rhs()
+
+
+def load_program(program: "Program | str | Path") -> Program:
+    """A Program from a Program, a path to a .se file, or program text (parsed and validated)."""
+    if isinstance(program, Program):
+        return program
+    text, source = str(program), None
+    if isinstance(program, Path) or (("\n" not in text) and text.endswith(".se")):
+        path = Path(program)
+        try:
+            text, source = path.read_text(), str(path)
+        except OSError as exc:
+            raise ProgramError(f"cannot read program: {exc.strerror}", source=str(path)) from None
+    return parse_program(text, source=source)

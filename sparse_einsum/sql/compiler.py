@@ -1,124 +1,68 @@
 """Compile a planned DAG into steps: input loads and one SQL statement per vertex
 (plus repartitions), following sections 5 and 6 of the paper.
 
-Dialect differences (kernel calls, list aggregates, ranges) live in `Dialect`
-subclasses; this module only arranges joins, domains and groupings.
+Dialect differences (kernel calls, list aggregates, ranges) live in the `Dialect`
+classes; this module only arranges joins, domains and groupings.
 """
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
-from ..kernels.spec import GatherSpec, KernelSpec
 from ..plan import Plan
 from ..program.dag import Dag, Vertex
-from .relations import KernelUse, RelInfo, Step
+from .dialect import Dialect
+from .steps import Step, StepBuilder, TableRelation
 
 
-class Dialect:
-    """SQL that differs between engines. Subclasses fill in the kernel calls."""
-    name = "generic"
-    param = "?"           # bound-parameter marker of the driver
-
-    def q(self, ident: str) -> str:
-        return '"' + ident.replace('"', '""') + '"'
-
-    temporary = False     # intermediates as TEMP tables (compiled jobs)
-
-    def num(self, c: float) -> str:
-        return f"CAST('{float(c)!r}' AS DOUBLE PRECISION)"
-
-    def create(self, table: str, select: str) -> str:
-        kind = "TEMP TABLE" if self.temporary else "TABLE"
-        return f"CREATE {kind} {self.q(table)} AS {select}"
-
-    def range_from(self, n: int, column: str) -> str:
-        raise NotImplementedError
-
-    def zero(self, size: int | None) -> str:
-        raise NotImplementedError
-
-    def scalar_unary(self, code: str, x: str) -> str:
-        name, _, c = code.partition(":")
-        c = self.num(float(c)) if c else ""
-        return {
-            "id": "{x}", "neg": "(-{x})", "relu": "greatest({x}, 0.0)", "exp": "exp({x})",
-            "log": "ln({x})", "sqrt": "sqrt({x})", "sigmoid": "(1.0 / (1.0 + exp(-{x})))",
-            "tanh": "tanh({x})", "abs": "abs({x})", "mulc": "({x} * {c})", "addc": "({x} + {c})",
-            "subc": "({x} - {c})", "rsubc": "({c} - {x})", "divc": "({x} / {c})",
-            "rdivc": "({c} / {x})", "maxc": "greatest({x}, {c})", "minc": "least({x}, {c})",
-            "powc": "power({x}, {c})",
-        }[name].format(x=x, c=c)
-
-    def idiv(self, a: str, b: int) -> str:
-        """Integer division."""
-        return f"({a} // {int(b)})"
-
-    def scalar_binary(self, op: str, a: str, b: str) -> str:
-        return f"({a} {dict(mul='*', add='+', sub='-', div='/')[op]} {b})"
-
-    # kernels: return SQL expressions; may record KernelUse in `step`
-    def kernel(self, step: "StepBuilder", spec: KernelSpec, args: list[str],
-               lists: list[bool], constant: tuple[int, RelInfo] | None = None) -> str:
-        raise NotImplementedError
-
-    def aggregate(self, step: "StepBuilder", agg: str, value: str, size: int,
-                  count: str | None, expected: int) -> str:
-        """Aggregate list values element-wise; where count < expected, combine with 0."""
-        raise NotImplementedError
-
-    def explode(self, step: "StepBuilder", spec: GatherSpec, table: str, kept: list[str]) -> str:
-        """SELECT of one row per piece of each value of `table` (alias r): the `kept`
-        columns, ``p`` (the piece's position, row-major over spec.new_dims) and ``val``
-        (the piece: a scalar, or a sub-tensor that is NULL when all zero)."""
-        raise NotImplementedError
-
-    def stack(self, step: "StepBuilder", spec: GatherSpec, value: str, position: str,
-              value_is_list: bool) -> str:
-        """Aggregate expression scattering sub-tensors into a zero tensor."""
-        raise NotImplementedError
-
-    def broadcast_constants(self) -> bool:
-        """Bind single-tuple operands into the kernel instead of joining them."""
-        return False
+@dataclass
+class CompiledPlan:
+    """The steps of a plan and the relation each output ends up in."""
+    steps: list[Step]
+    outputs: dict[str, TableRelation]
 
 
-class StepBuilder:
-    """Collects the kernels one step needs and names them uniquely."""
-
-    def __init__(self, prefix: str, counter: list[int]):
-        self.prefix, self.counter, self.kernels = prefix, counter, []
-
-    def use(self, kind: str, spec, lists: tuple[bool, ...], returns_list: bool, **kw) -> str:
-        self.counter[0] += 1
-        name = f"{self.prefix}_f{self.counter[0]}"
-        self.kernels.append(KernelUse(name, kind, spec, lists, returns_list, **kw))
-        return name
+def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
+                 stored: dict[str, TableRelation] | None = None, temporary: bool = False,
+                 relational_outputs: bool = False) -> CompiledPlan:
+    """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
+    others loaded. With `relational_outputs`, every output ends fully promoted (one key
+    column per label, as compiled jobs write them)."""
+    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary)
+    compiler.compile()
+    if relational_outputs:
+        outputs = {n: compiler.relation(n, tuple(range(len(dag.shapes[n])))) for n in dag.outputs}
+    else:
+        outputs = compiler.outputs()
+    return CompiledPlan(compiler.steps, outputs)
 
 
 class Compiler:
-    """Turns (dag, plan) into steps for one dialect. Table names are unique per run."""
+    """Turns (dag, plan) into steps for one dialect. Table names are unique per run;
+    `temporary` makes every intermediate a TEMP table (compiled jobs)."""
 
     def __init__(self, dag: Dag, plan: Plan, dialect: Dialect, prefix: str | None = None,
-                 stored_inputs: dict[str, RelInfo] | None = None):
+                 stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False):
         self.dag, self.plan, self.d = dag, plan, dialect
+        self.temporary = temporary
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"
         self.steps: list[Step] = []
-        self.relations: dict[tuple[str, tuple[int, ...]], RelInfo] = {}
+        self.relations: dict[tuple[str, tuple[int, ...]], TableRelation] = {}
         self.stored = stored_inputs or {}
         self._tables = 0
         self._kernels = [0]
 
     # -- relations ----------------------------------------------------------
-    def _new_rel(self, tensor: str, axes: tuple[int, ...]) -> RelInfo:
+    def _new_rel(self, tensor: str, axes: tuple[int, ...]) -> TableRelation:
         self._tables += 1
         labels = self.dag.labels_of(tensor)
-        return RelInfo(table=f"{self.prefix}_t{self._tables}", tensor=tensor,
+        return TableRelation(table=f"{self.prefix}_t{self._tables}", tensor=tensor,
                        shape=self.dag.shapes[tensor], axes=tuple(sorted(axes)),
                        columns=tuple(labels[a] for a in sorted(axes)))
 
-    def relation(self, tensor: str, axes: tuple[int, ...]) -> RelInfo:
+    def relation(self, tensor: str, axes: tuple[int, ...]) -> TableRelation:
         """The relation of `tensor` decomposed by `axes`, loading or repartitioning as needed."""
         key = (tensor, tuple(sorted(axes)))
         if key in self.relations:
@@ -145,7 +89,10 @@ class Compiler:
             self.relations[(v.name, out.axes)] = out
         return self.steps
 
-    def outputs(self) -> dict[str, RelInfo]:
+    def _create(self, table: str, select: str) -> str:
+        return self.d.create(table, select, self.temporary)
+
+    def outputs(self) -> dict[str, TableRelation]:
         result = {}
         for name in self.dag.outputs:
             if name in self.dag.inputs:
@@ -155,9 +102,9 @@ class Compiler:
         return result
 
     # -- one vertex ---------------------------------------------------------
-    def _vertex_sql(self, v: Vertex, inputs: list[RelInfo], out: RelInfo, b: StepBuilder) -> str:
+    def _vertex_sql(self, v: Vertex, inputs: list[TableRelation], out: TableRelation, b: StepBuilder) -> str:
         d, q = self.d, self.d.q
-        up = self.plan.labels(v)
+        up = self.plan.promoted_labels(v)
         sizes = self.dag.label_sizes(v)
         aliases = [f"u{k}" for k in range(len(inputs))]
         constant = self._constant_operand(v, inputs)
@@ -204,7 +151,7 @@ class Compiler:
         inner = f"SELECT {', '.join(keys + [value + ' AS val'])} FROM {frm}{where_sql}"
         agg_promoted = [l for l in v.agg_labels if l in up]
         if not agg_promoted:
-            return d.create(out.table, inner)
+            return self._create(out.table, inner)
         expected = 1 if (full_domain or v.agg == "sum") else prod(sizes[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if out.is_scalar:
@@ -217,19 +164,19 @@ class Compiler:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
-        return d.create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
+        return self._create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
 
-    def _constant_operand(self, v: Vertex, inputs: list[RelInfo]) -> int | None:
+    def _constant_operand(self, v: Vertex, inputs: list[TableRelation]) -> int | None:
         """The operand of a product that is one array tuple joined to keyed tuples: it is
         bound into the kernel once instead of being passed with every row."""
-        if not (self.d.broadcast_constants() and v.is_binary and v.op == "mul"):
+        if not (self.d.broadcast_constants and v.is_binary and v.op == "mul"):
             return None
         for k in (1, 0):
             if not inputs[k].axes and not inputs[k].is_scalar and inputs[1 - k].axes:
                 return k
         return None
 
-    def _domain(self, v: Vertex, inputs: list[RelInfo], aliases: list[str],
+    def _domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
                 promoted: list[str], sizes: dict[str, int]):
         """FROM clause over every key where a non-annihilating op can be non-zero."""
         d, q = self.d, self.d.q
@@ -280,7 +227,7 @@ class Compiler:
         return frm, [], values, source
 
     # -- repartition --------------------------------------------------------
-    def _repartition(self, rel: RelInfo, target: tuple[int, ...]) -> RelInfo:
+    def _repartition(self, rel: TableRelation, target: tuple[int, ...]) -> TableRelation:
         """Decompose on the union of promoted axes, then stack back (section 6)."""
         union = tuple(sorted(set(rel.axes) | set(target)))
         if union != rel.axes:
@@ -290,7 +237,7 @@ class Compiler:
             rel = self._stack(rel, tuple(target))
         return rel
 
-    def _decompose(self, rel: RelInfo, union: tuple[int, ...]) -> RelInfo:
+    def _decompose(self, rel: TableRelation, union: tuple[int, ...]) -> TableRelation:
         """Split each value along the newly promoted axes; drop all-zero pieces."""
         d, q = self.d, self.d.q
         new = tuple(a for a in union if a not in rel.axes)
@@ -303,13 +250,13 @@ class Compiler:
         keys = [q(out.column(a)) if a in rel.axes else
                 f"{d.idiv('p', s)} % {rel.shape[a]} AS {q(out.column(a))}"
                 for a, s in zip(union, [steps[new.index(a)] if a in new else 0 for a in union])]
-        sql = d.create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
+        sql = self._create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
                                   "WHERE val IS NOT NULL" + ("" if spec.sub_dims else " AND val <> 0"))
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"decompose {rel.tensor} by {self._axes_label(rel.tensor, union)}"))
         return out
 
-    def _stack(self, rel: RelInfo, target: tuple[int, ...]) -> RelInfo:
+    def _stack(self, rel: TableRelation, target: tuple[int, ...]) -> TableRelation:
         d, q = self.d, self.d.q
         moved = tuple(a for a in rel.axes if a not in target)
         out = self._new_rel(rel.tensor, target)
@@ -320,7 +267,7 @@ class Compiler:
         value = d.stack(b, spec, "val", f"({position})", not rel.is_scalar)
         keys = [q(out.column(a)) for a in target]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
-        sql = d.create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
+        sql = self._create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
                                   f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"stack {rel.tensor} to {self._axes_label(rel.tensor, target)}"))

@@ -179,22 +179,16 @@ max_reach(const int64 *dims, const int64 *strides, int n, const char *kind, cons
 
 /* ---------------------------------------------------------------- kernel ops */
 
-/* name, expression of x (input a), y (input b) and c (constant); binary ops first. */
-#define SE_OPS(X) \
-	X(mul, x * y) X(add, x + y) X(sub, x - y) X(div, x / y) \
-	X(id, x) X(neg, -x) X(relu, (x < 0.0 ? 0.0 : x)) X(exp, exp(x)) X(log, log(x)) \
-	X(sqrt, sqrt(x)) X(sigmoid, 1.0 / (1.0 + exp(-x))) X(tanh, tanh(x)) X(abs, fabs(x)) \
-	X(mulc, x * c) X(addc, x + c) X(subc, x - c) X(rsubc, c - x) X(divc, x / c) \
-	X(rdivc, c / x) X(maxc, ((x > c || isnan(x)) ? x : c)) X(minc, ((x < c || isnan(x)) ? x : c)) \
-	X(powc, pow(x, c))
+/* SE_OPS: the operations of sparse_einsum/program/ops.py (binary ones first) */
+#include "se_ops.h"
 
 #define X_ENUM(name, expr) OP_##name,
 enum
 {
 	SE_OPS(X_ENUM) N_OPS
 };
-#define N_BINARY 4
-#define FIRST_CONST OP_mulc
+#define N_BINARY SE_N_BINARY
+#define FIRST_CONST SE_FIRST_CONST
 
 #define X_NAME(name, expr) #name,
 static const char *const op_names[N_OPS] = {SE_OPS(X_NAME)};

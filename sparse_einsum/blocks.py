@@ -1,8 +1,9 @@
-"""Tensor relations: a tensor decomposed by a set of promoted axes, and back.
+"""A tensor in memory decomposed by a set of promoted axes into blocks, and back.
 
-A relation has one integer key column per promoted axis (ascending axis order)
-and a value column holding the dense sub-tensor over the demoted axes, flattened
-row-major (a scalar when nothing is demoted). All-zero sub-tensors are not stored.
+`Blocks` hold one integer key array per promoted axis (ascending axis order) and the
+dense sub-tensor over the demoted axes of each key, flattened row-major (a scalar
+when nothing is demoted). All-zero sub-tensors are not kept. This is how arrays go
+into and come out of the engines.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import scipy.sparse as sp
 
 
 @dataclass
-class Relation:
+class Blocks:
     keys: list[np.ndarray]      # one int64 array per promoted axis
     values: np.ndarray          # (tuples, sub_size), or (tuples,) when nothing is demoted
 
@@ -23,23 +24,23 @@ class Relation:
 
 
 def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray,
-              promoted: tuple[int, ...]) -> Relation:
-    """Split `tensor` by the promoted axes (ascending) into a relation."""
+              promoted: tuple[int, ...]) -> Blocks:
+    """Split `tensor` by the promoted axes (ascending) into blocks."""
     promoted = tuple(sorted(promoted))
     if sp.issparse(tensor):
         return _decompose_sparse(tensor, promoted)
     array = np.asarray(tensor, dtype=np.float64)
     demoted = [a for a in range(array.ndim) if a not in promoted]
     n_keys = prod(array.shape[a] for a in promoted)
-    blocks = np.transpose(array, list(promoted) + demoted).reshape(n_keys, -1)
-    nonzero = np.flatnonzero(np.any(blocks != 0, axis=1))
+    flat = np.transpose(array, list(promoted) + demoted).reshape(n_keys, -1)
+    nonzero = np.flatnonzero(np.any(flat != 0, axis=1))
     keys = np.unravel_index(nonzero, [array.shape[a] for a in promoted]) if promoted else ()
-    values = blocks[nonzero]
-    return Relation([np.asarray(k, dtype=np.int64) for k in keys],
-                    values if demoted else values[:, 0])
+    values = flat[nonzero]
+    return Blocks([np.asarray(k, dtype=np.int64) for k in keys],
+                  values if demoted else values[:, 0])
 
 
-def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Relation:
+def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Blocks:
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
     if promoted == (0, 1):
@@ -49,7 +50,7 @@ def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Relation:
             csr.sum_duplicates()
         rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
         keep = csr.data != 0
-        return Relation([rows[keep], csr.indices[keep].astype(np.int64)],
+        return Blocks([rows[keep], csr.indices[keep].astype(np.int64)],
                         csr.data[keep].astype(np.float64))
     if promoted == ():
         return decompose(matrix.toarray(), ())
@@ -57,18 +58,18 @@ def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Relation:
     major.eliminate_zeros()
     rows = np.flatnonzero(np.diff(major.indptr))
     picked = major[rows] if promoted == (0,) else major[:, rows].T
-    return Relation([rows.astype(np.int64)], np.asarray(picked.toarray(), dtype=np.float64))
+    return Blocks([rows.astype(np.int64)], np.asarray(picked.toarray(), dtype=np.float64))
 
 
-def compose(relation: Relation, shape: tuple[int, ...], promoted: tuple[int, ...]) -> np.ndarray:
-    """The dense tensor a relation stands for (missing tuples are zeros)."""
+def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -> np.ndarray:
+    """The dense tensor `blocks` stand for (missing keys are zeros)."""
     promoted = tuple(sorted(promoted))
     demoted = [a for a in range(len(shape)) if a not in promoted]
     key_shape = [shape[a] for a in promoted]
-    blocks = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)))
-    if len(relation):
-        index = np.ravel_multi_index(relation.keys, key_shape) if promoted else np.zeros(
-            len(relation), dtype=np.int64)
-        blocks[index] = np.asarray(relation.values, dtype=np.float64).reshape(len(relation), -1)
-    arranged = blocks.reshape(key_shape + [shape[a] for a in demoted])
+    dense = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)))
+    if len(blocks):
+        index = np.ravel_multi_index(blocks.keys, key_shape) if promoted else np.zeros(
+            len(blocks), dtype=np.int64)
+        dense[index] = np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), -1)
+    arranged = dense.reshape(key_shape + [shape[a] for a in demoted])
     return np.transpose(arranged, np.argsort(list(promoted) + demoted)).copy()

@@ -1,4 +1,4 @@
-"""What the SQL layer knows of a stored tensor relation, and of one compiled step."""
+"""What the SQL layer knows of a tensor relation stored in a table, and of one compiled step."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,8 +8,8 @@ from ..kernels.spec import GatherSpec, KernelSpec
 
 
 @dataclass(frozen=True)
-class RelInfo:
-    """A tensor relation in the database: table, key columns, shape of the values."""
+class TableRelation:
+    """A tensor relation in a database table: key columns, shape of the values."""
     table: str
     tensor: str
     shape: tuple[int, ...]
@@ -37,9 +37,9 @@ class RelInfo:
 class KernelUse:
     """A kernel function a step calls; backends with Python UDFs register it.
 
-    kind: ``kernel`` (KernelSpec over 1-2 values), ``take``/``stack`` (GatherSpec),
-    ``aggregate`` (element-wise AGG over a list of values, then `post` unary code
-    applied where the group had fewer than `expected` tuples).
+    kind: ``kernel`` (KernelSpec over 1-2 values), ``split``/``stack`` (GatherSpec),
+    ``aggregate`` (element-wise AGG over a list of values; a group with fewer than
+    `expected_count` tuples also sees the zeros of the missing ones).
     """
     name: str
     kind: str
@@ -47,16 +47,29 @@ class KernelUse:
     args_are_lists: tuple[bool, ...]
     returns_list: bool
     agg: str = "sum"
-    size: int = 0
-    constant: tuple[int, RelInfo] | None = None   # (input position, relation) bound once
+    expected_count: int = 0
+    constant: tuple[int, TableRelation] | None = None   # (input position, relation) bound once
 
 
 @dataclass
 class Step:
     """One unit of execution: load an input relation, or run one SQL statement."""
     kind: str                      # load | sql
-    target: RelInfo
+    target: TableRelation
     sql: str = ""
     kernels: list[KernelUse] = field(default_factory=list)
     label: str = ""                # UCLC statement or "repartition ..."
     vertex: str | None = None      # the vertex this step computes, if any
+
+
+class StepBuilder:
+    """Collects the kernels one step needs and names them uniquely."""
+
+    def __init__(self, prefix: str, counter: list[int]):
+        self.prefix, self.counter, self.kernels = prefix, counter, []
+
+    def use(self, kind: str, spec, lists: tuple[bool, ...], returns_list: bool, **kw) -> str:
+        self.counter[0] += 1
+        name = f"{self.prefix}_f{self.counter[0]}"
+        self.kernels.append(KernelUse(name, kind, spec, lists, returns_list, **kw))
+        return name

@@ -1,70 +1,50 @@
-"""`sparse-einsum explain`: the top-k plans with schemas, estimates and (optionally) actuals."""
+"""What `explain` shows: ranked plans with schemas, estimates and (optionally) actuals."""
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-from .api import make_backend, prepare
-from .executor import execute
-from .optimizer.choose import Optimizer
-from .plan import Plan
+from .executor import Execution
+from .plan import Plan, StatementCost
 from .program.dag import Dag
-from .program.model import Program
+from .stats.tensor_stats import TensorStats
 
 
-def explain_program(program: Program | str | Path, data: dict[str, object], *, top: int = 3,
-                    analyze: bool = False, backend: object = "duckdb",
-                    **backend_options) -> dict:
-    """A JSON-ready description of the `top` best plans (and their measured runs if `analyze`)."""
-    db = make_backend(backend, **backend_options)
-    prepared = None
-    try:
-        start = time.perf_counter()
-        prepared = prepare(program, data, db)
-        dag, stats = prepared.dag, prepared.input_stats
-        stats_seconds = time.perf_counter() - start
-        opt = Optimizer.build(dag, stats, backend=db.name,
-                              stored={n: r.axes for n, r in prepared.stored.items()})
-        plans = opt.top(top)
-        optimize_seconds = time.perf_counter() - start - stats_seconds
-        result = {
-            "backend": db.name,
-            "statistics_seconds": stats_seconds,
-            "optimize_seconds": optimize_seconds,
-            "cost_constants": opt.model.p.to_dict(),
-            "inputs": {n: {"shape": list(s.shape), "nnz": s.nnz, "distinct": list(s.distinct)}
-                       for n, s in stats.items()},
-            "plans": [_describe(dag, plan, rank) for rank, plan in enumerate(plans, 1)],
-        }
-        if analyze:
-            for entry, plan in zip(result["plans"], plans):
-                _analyze(entry, dag, plan, data, db, prepared.stored)
-    finally:
-        if prepared is not None:
-            prepared.release(db)
-        if db is not backend:
-            db.close()
+def explanation(dag: Dag, plans: list[Plan], *, backend: str, timings: dict[str, float],
+                constants: dict[str, float], input_stats: dict[str, TensorStats],
+                runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
+    """A JSON-ready description of ranked plans (with their measured runs and their SQL
+    statements when given)."""
+    result = {
+        "backend": backend,
+        **timings,
+        "cost_constants": constants,
+        "inputs": {n: {"shape": list(s.shape), "nnz": s.nnz, "distinct": list(s.distinct)}
+                   for n, s in input_stats.items()},
+        "plans": [_describe(dag, plan, rank) for rank, plan in enumerate(plans, 1)],
+    }
+    for entry, run in zip(result["plans"], runs or []):
+        _analyze(entry, run)
+    for entry, statements in zip(result["plans"], sql or []):
+        entry["sql"] = statements
     return result
 
 
 def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
     statements = []
     for v in dag.vertices:
-        costs = plan.statement_costs.get(v.name, {})
+        costs = plan.statement_costs.get(v.name, StatementCost())
         statements.append({
             "name": v.name,
             "uclc": plan.uclc(v),
             "schemas": [plan.schema(dag, v, o) for o in v.operands] + [plan.schema(dag, v)],
-            "est_tuples": costs.get("est_tuples"),
-            "cost": costs.get("total"),
-            "cost_breakdown": {k: costs.get(k) for k in ("load", "join", "aggregate", "repartition", "kernel")},
+            "est_tuples": costs.est_tuples,
+            "cost": costs.total,
+            "cost_breakdown": {k: getattr(costs, k) for k in
+                               ("load", "join", "aggregate", "repartition", "kernel")},
         })
     return {"rank": rank, "name": plan.name, "cost": plan.cost, "statements": statements,
             "repartitions": [f"{t}: {list(a)} -> {list(b)}" for t, a, b in plan.repartitions(dag)]}
 
 
-def _analyze(entry: dict, dag: Dag, plan: Plan, data: dict, db, stored) -> None:
-    run = execute(dag, plan, data, db, count_tuples=True, stored_inputs=stored)
+def _analyze(entry: dict, run: Execution) -> None:
     by_vertex = {s["name"]: s for s in entry["statements"]}
     pending = 0.0
     for step in run.steps:
@@ -74,7 +54,7 @@ def _analyze(entry: dict, dag: Dag, plan: Plan, data: dict, db, stored) -> None:
         s = by_vertex[step.vertex]
         s["actual_tuples"], s["seconds"] = step.tuples, step.seconds + pending
         pending = 0.0
-    entry["seconds"] = sum(step.seconds for step in run.steps)
+    entry["seconds"] = run.seconds()
 
 
 def format_explanation(result: dict) -> str:
@@ -108,4 +88,8 @@ def format_explanation(result: dict) -> str:
                     lines.append(f"    {schema}")
         if plan["repartitions"]:
             lines.append("  repartitions: " + "; ".join(plan["repartitions"]))
+        if "sql" in plan:
+            lines.append("  sql:")
+            lines += ["    " + line for statement in plan["sql"]
+                      for line in (statement + ";").splitlines()]
     return "\n".join(lines)

@@ -1,8 +1,8 @@
-"""A PostgreSQL server for tests: $SE_TEST_PG_DSN, or a throwaway cluster started with initdb.
+"""A PostgreSQL server for the tests and benchmarks: $SE_TEST_PG_DSN, or a throwaway
+cluster started with initdb.
 
 The cluster lives in a temp dir, listens only on a Unix socket there, runs as user
-postgres when we are root, and is stopped at exit. Without either, tests skip; with
-$CI set they fail instead.
+postgres when we are root, and is stopped at exit.
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from glob import glob
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 
 _shared: dict[str, str | None] = {}
 
@@ -92,20 +91,3 @@ def shared_dsn() -> str | None:
         _shared["dsn"] = cm.__enter__()
         atexit.register(cm.__exit__, None, None, None)
     return _shared["dsn"]
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> str:
-    """DSN of a PostgreSQL server; skips without one (fails when $CI is set)."""
-    try:
-        dsn = shared_dsn()
-    except RuntimeError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL test server failed to start: {e}")
-        pytest.skip(f"PostgreSQL test server failed to start: {e}")
-    if dsn is None:
-        msg = "no PostgreSQL: set SE_TEST_PG_DSN or install postgresql (initdb)"
-        if os.environ.get("CI"):
-            pytest.fail(msg + " (CI is set: run .ci/pg_setup.sh first)")
-        pytest.skip(msg)
-    return dsn

@@ -1,29 +1,30 @@
-"""DuckDB SQL with built-in functions only (no Python UDFs), for compiled jobs.
+"""DuckDB SQL, in two sibling dialects over one shared syntax.
 
-Kernels are ``list_transform(range(n), lambda ...)`` over flat row-major indices, with
-the index arithmetic of the KernelSpec/GatherSpec strides spelled out. Every list is
-limited to LIST_LIMIT elements; the optimizer is given a matching tuple cap.
+`DuckDBDialect` (the embedded backend) calls NumPy kernels registered as arrow UDFs and
+sums small vectors in the wide form (one aggregate per element). `DuckDBBuiltinDialect`
+(compiled jobs for any DuckDB client, e.g. the CLI) uses built-in functions only:
+kernels are ``list_transform(range(n), lambda ...)`` over flat row-major indices, with
+the index arithmetic of the KernelSpec/GatherSpec strides spelled out, and every list
+is limited to LIST_LIMIT elements.
 
-Portability (checked against duckdb 2.0 and the duckdb 1.5 command-line shell):
-``ln``/``sqrt`` of non-positive numbers raise errors in 1.5 but give IEEE values in
-2.0, so they are guarded with CASE; an aggregate may be captured by a lambda, but a
-lambda nested inside that aggregate crashes the 2.0 optimizer and is avoided.
+Portability of the built-in form (checked against duckdb 2.0 and the duckdb 1.5 shell):
+``ln``/``sqrt`` of non-positive numbers raise errors in 1.5 but give IEEE values in 2.0,
+so they are guarded with CASE (the operation table's "duckdb-builtin" SQL); an aggregate
+may be captured by a lambda, but a lambda nested inside that aggregate crashes the 2.0
+optimizer and is avoided.
 """
 from __future__ import annotations
 
 from math import prod
 
-from ..errors import PlanError
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
-from .compiler import StepBuilder
-from .duckdb_dialect import DuckDBDialect, with_missing_zeros
-from .relations import RelInfo
+from .dialect import Dialect
+from .steps import StepBuilder, TableRelation
 
+WIDE_AGGREGATE_LIMIT = 256   # up to this many elements, one SQL aggregate per element
 LIST_LIMIT = 4096        # longest dense array a job may hold in one tuple
-WIDE_LIMIT = 256         # up to this size, list aggregates use one aggregate per element
 _ZERO = "CAST(0.0 AS DOUBLE)"
-_NAN, _NEG_INF = "CAST('nan' AS DOUBLE)", "CAST('-inf' AS DOUBLE)"
 
 
 def _digits(var: str, dims: tuple[int, ...], steps: list[int] | tuple[int, ...],
@@ -44,28 +45,81 @@ def _rm(dims: tuple[int, ...]) -> list[int]:
     return row_major_strides(list(dims))
 
 
-class DuckDBBuiltinDialect(DuckDBDialect):
-    """DuckDB dialect whose statements run in any DuckDB client, e.g. the CLI."""
+def file_scan(path: str, file_format: str) -> str:
+    """A FROM item reading a Parquet or CSV file in place."""
+    reader = "read_parquet" if file_format == "parquet" else "read_csv"
+    return f"{reader}('{path.replace(chr(39), chr(39) * 2)}')"
+
+
+def with_missing_zeros(result: str, agg: str, count: str | None, expected: int) -> str:
+    """max/min of a group that has fewer tuples than expected also sees the missing zeros."""
+    if count is None:
+        return result
+    fn = "greatest" if agg == "max" else "least"
+    return (f"CASE WHEN {count} < {expected} THEN "
+            f"list_transform({result}, lambda x: {fn}(x, 0.0)) ELSE {result} END")
+
+
+def _scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
+    """Position of the vector when the kernel is vector * scalar in the vector's order."""
+    if spec.op != "mul" or spec.arity != 2 or spec.n_out != len(spec.dims) or sum(lists) != 1:
+        return None
+    k = lists.index(True)
+    identity = tuple(row_major_strides(list(spec.dims)))
+    return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
+
+
+class _DuckDBSQL(Dialect):
+    """DuckDB syntax shared by both dialects."""
+    engine = sqlglot = "duckdb"
+    range_sql = "range({n}) AS r_{col}({col})"
+    zero_sql = _ZERO
+    zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
+
+    def wide_aggregate(self, agg: str, value: str, size: int, count: str | None,
+                       expected: int) -> str:
+        wide = "list_value(" + ", ".join(f"{agg}({value}[{k + 1}])" for k in range(size)) + ")"
+        return with_missing_zeros(wide, agg, count, expected)
+
+
+class DuckDBDialect(_DuckDBSQL):
+    """The embedded backend's SQL: NumPy kernels as arrow UDFs."""
+    name = "duckdb"
+    broadcast_constants = True
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None) -> str:
+        scaled = _scaled_vector(spec, lists) if constant is None else None
+        if scaled is not None:   # a built-in beats the UDF for vector * scalar (measured)
+            vector, scalar = args[scaled], args[1 - scaled]
+            return f"list_transform({vector}, lambda x: x * {scalar})"
+        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
+        return f"{name}({', '.join(args)})"
+
+    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
+                  count: str | None, expected: int) -> str:
+        if size > WIDE_AGGREGATE_LIMIT:
+            name = step.use("aggregate", None, (True,), True, agg=agg, expected_count=expected)
+            return f"{name}(list({value}), {count or '0'})"
+        return self.wide_aggregate(agg, value, size, count, expected)
+
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        pieces = "r.val"
+        if spec.sub_dims:   # a UDF returns every piece at once (NULL when all zero)
+            pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
+        cols = ", ".join(kept + [f"unnest(range({spec.positions})) AS p", f"unnest({pieces}) AS val"])
+        return f"SELECT {cols} FROM {table} AS r"
+
+    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
+              value_is_list: bool) -> str:
+        name = step.use("stack", spec, (value_is_list,), True)
+        return f"{name}(list({{'p': {position}, 'v': {value}}}))"
+
+
+class DuckDBBuiltinDialect(_DuckDBSQL):
+    """DuckDB SQL whose statements run in any DuckDB client (no UDFs)."""
     name = "duckdb-builtin"
-
-    def __init__(self, list_limit: int = LIST_LIMIT):
-        self.list_limit = list_limit
-
-    def broadcast_constants(self) -> bool:
-        return False
-
-    def scalar_unary(self, code: str, x: str) -> str:
-        name = code.split(":", 1)[0]
-        if name == "log":
-            return f"(CASE WHEN {x} > 0 THEN ln({x}) WHEN {x} = 0 THEN {_NEG_INF} ELSE {_NAN} END)"
-        if name == "sqrt":
-            return f"(CASE WHEN {x} >= 0 THEN sqrt({x}) ELSE {_NAN} END)"
-        return super().scalar_unary(code, x)
-
-    def _check(self, size: int, what: str) -> None:
-        if size > self.list_limit:
-            raise PlanError(f"the plan needs a {what} of {size} elements; built-in DuckDB SQL "
-                            f"jobs hold at most {self.list_limit} per tuple")
+    max_payload_values = LIST_LIMIT
 
     def _at(self, value: str, size: int, index: str) -> str:
         """Element `index` (0-based SQL) of a list of `size`. A lambda evaluates captured
@@ -77,10 +131,10 @@ class DuckDBBuiltinDialect(DuckDBDialect):
 
     # -- kernels ----------------------------------------------------------------
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, RelInfo] | None = None) -> str:
+               constant: tuple[int, TableRelation] | None = None) -> str:
         assert constant is None
         out_dims, red_dims = spec.dims[: spec.n_out], spec.dims[spec.n_out:]
-        self._check(max([spec.out_size, *spec.in_sizes]), "dense array")
+        self.check_size(max([spec.out_size, *spec.in_sizes]), "dense array")
         elements = []
         for arg, is_list, strides, size in zip(args, lists, spec.strides, spec.in_sizes):
             if not is_list:
@@ -102,9 +156,9 @@ class DuckDBBuiltinDialect(DuckDBDialect):
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:
-        self._check(size, "list aggregate")
-        if size <= WIDE_LIMIT:
-            return super().aggregate(step, agg, value, size, count, expected)
+        self.check_size(size, "list aggregate")
+        if size <= WIDE_AGGREGATE_LIMIT:
+            return self.wide_aggregate(agg, value, size, count, expected)
         # transposed: one list of the group's values, reduced element by element
         result = (f"list_transform(range({size}), lambda se_i: list_{agg}("
                   f"list_transform(list({value}), lambda se_v: se_v[1 + se_i])))")
@@ -114,7 +168,7 @@ class DuckDBBuiltinDialect(DuckDBDialect):
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         """Every piece of each value along the new axes (NULL when all zero), unnested
         together with its position."""
-        self._check(spec.size, "dense array")
+        self.check_size(spec.size, "dense array")
         pieces = "r.val"
         if spec.sub_dims:
             base = _digits("se_p", spec.new_dims, _rm(spec.new_dims), spec.new_strides,
@@ -138,7 +192,7 @@ class DuckDBBuiltinDialect(DuckDBDialect):
         rank of 2q+1 is q + 1 + c(q), where c(q) counts present positions <= q, so q is
         present exactly when c(q) > c(q - 1), as the c(q)-th value in position order.
         """
-        self._check(spec.size, "dense array")
+        self.check_size(spec.size, "dense array")
         n = spec.positions
         zero = self.zero(spec.sub_size) if value_is_list else _ZERO
         keys = (f"list_concat(list_transform(list({position} ORDER BY {position}), "

@@ -1,57 +1,36 @@
 """PostgreSQL SQL: kernels from the sparse_einsum_kernels C extension.
 
 PostgreSQL raises errors where IEEE arithmetic gives inf or nan (division by zero,
-log of zero, exp overflow); those operations go through the C kernels, which
-follow IEEE like NumPy.
+log of zero, exp overflow); the operation table marks those operations, which go
+through the C kernels, which follow IEEE like NumPy.
 """
 from __future__ import annotations
 
 from ..kernels.spec import GatherSpec, KernelSpec
-from .compiler import Dialect, StepBuilder
-from .relations import RelInfo
-
-# unary functions PostgreSQL evaluates exactly as NumPy does on every input
-_SAFE_SCALAR = {"id", "neg", "relu", "abs", "mulc", "addc", "subc", "rsubc", "maxc", "minc"}
+from .dialect import Dialect
+from .steps import StepBuilder, TableRelation
 
 
-def _text(spec) -> str:
+def _text(spec: KernelSpec | GatherSpec) -> str:
     return "'" + spec.text.replace("'", "''") + "'"
 
 
 class PostgresDialect(Dialect):
-    name = "postgres"
+    name = engine = sqlglot = "postgres"
     param = "%s"
+    table_kind = "UNLOGGED TABLE"
+    int_division = "({a} / {b})"
+    range_sql = "generate_series(0, {last}) AS r_{col}({col})"
+    zero_sql = "CAST(0 AS float8)"
+    zero_array_sql = "array_fill(CAST(0 AS float8), ARRAY[{size}])"
 
-    def __init__(self, unlogged: bool = True):
-        self.unlogged = unlogged
-
-    def create(self, table: str, select: str) -> str:
-        kind = "TEMP TABLE" if self.temporary else ("UNLOGGED TABLE" if self.unlogged else "TABLE")
-        return f"CREATE {kind} {self.q(table)} AS {select}"
-
-    def idiv(self, a: str, b: int) -> str:
-        return f"({a} / {int(b)})"
-
-    def range_from(self, n: int, column: str) -> str:
-        return f"generate_series(0, {int(n) - 1}) AS r_{column}({column})"
-
-    def zero(self, size: int | None) -> str:
-        if size is None:
-            return "CAST(0 AS float8)"
-        return f"array_fill(CAST(0 AS float8), ARRAY[{int(size)}])"
-
-    def scalar_unary(self, code: str, x: str) -> str:
-        if code.split(":", 1)[0] in _SAFE_SCALAR:
-            return super().scalar_unary(code, x)
-        return f"(se_kernel1('{code};sum;0;;', ARRAY[{x}]))[1]"
-
-    def scalar_binary(self, op: str, a: str, b: str) -> str:
-        if op == "div":
-            return f"(se_kernel2('div;sum;0;;;', ARRAY[{a}], ARRAY[{b}]))[1]"
-        return super().scalar_binary(op, a, b)
+    def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
+        arrays = ", ".join(f"ARRAY[{a}]" for a in args)
+        spec = f"{code};sum;0;" + ";" * len(args)
+        return f"(se_kernel{len(args)}('{spec}', {arrays}))[1]"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, RelInfo] | None = None) -> str:
+               constant: tuple[int, TableRelation] | None = None) -> str:
         arrays = [a if is_list else f"ARRAY[{a}]" for a, is_list in zip(args, lists)]
         call = f"se_kernel{len(arrays)}({_text(spec)}, {', '.join(arrays)})"
         return call if spec.n_out else f"({call})[1]"

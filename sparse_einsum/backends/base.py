@@ -1,0 +1,147 @@
+"""What every backend does: the whole protocol, and the code the engines share.
+
+An engine implements `execute`, `query`, `load`, `fetch`, `close` and how it reads an
+input held in COO form (`source_from`); the rest (running steps, counting, dropping,
+importing tables, files and data frames with their statistics) is shared here.
+Backends are context managers.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+import pyarrow as pa
+
+from ..blocks import Blocks
+from ..errors import DataError
+from ..inputs import SourceInput, check_key_type
+from ..sql.dialect import Dialect
+from ..sql.sources import bounds_select, import_select
+from ..sql.steps import Step, TableRelation
+from ..stats.tensor_stats import TensorStats
+
+# information_schema type names of integer columns (DuckDB and PostgreSQL)
+INTEGER_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
+                 "uinteger", "ubigint", "uhugeint", "int", "int2", "int4", "int8"}
+
+
+class Backend:
+    """A database the compiled steps run on."""
+    name: ClassVar[str]
+    dialect: Dialect
+
+    def __enter__(self) -> "Backend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what each engine implements ----------------------------------------------
+    def execute(self, sql: str) -> None:
+        raise NotImplementedError
+
+    def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def load(self, rel: TableRelation, blocks: Blocks) -> None:
+        """Create the table of `rel` holding `blocks`."""
+        raise NotImplementedError
+
+    def fetch(self, rel: TableRelation) -> Blocks:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def source_from(self, source: SourceInput, scratch: str) -> str:
+        """A FROM item reading a file or an Arrow table (`scratch`: a name the engine may
+        use for a view or table, removed by `release_source`)."""
+        raise NotImplementedError
+
+    def release_source(self, scratch: str) -> None:
+        """Remove what `source_from` made."""
+
+    # -- shared ---------------------------------------------------------------------
+    def run(self, step: Step) -> None:
+        self.execute(step.sql)
+
+    def row_count(self, rel: TableRelation) -> int:
+        return int(self.query(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")[0][0])
+
+    def drop(self, rel: TableRelation) -> None:
+        self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+
+    def table_columns(self, table: str) -> dict[str, str] | None:
+        """Column name -> type name of a table, None when there is no such table."""
+        rows = self.query("SELECT column_name, data_type FROM information_schema.columns "
+                          f"WHERE table_name = {self.dialect.param} ORDER BY ordinal_position",
+                          [table])
+        return {name: str(kind).lower() for name, kind in rows} or None
+
+    def import_source(self, source: SourceInput, table: str, temporary: bool = False
+                      ) -> tuple[TableRelation, TensorStats]:
+        """Create the all-promoted relation of `source` as `table`; its keys are checked
+        (integers, non-negative, within declared bounds) and its statistics come from SQL."""
+        decl = source.decl
+        if source.kind == "table":
+            columns = self.table_columns(source.location)
+            if columns is None:
+                raise DataError(f"input {decl.name}: table {source.location!r} does not exist")
+            for col in list(source.keys) + ([source.value] if source.value else []):
+                if col not in columns:
+                    raise DataError(f"input {decl.name}: table {source.location!r} has no column "
+                                    f"{col!r} (it has {', '.join(map(repr, columns))})")
+            for col in source.keys:
+                if columns[col].split("(")[0] not in INTEGER_TYPES:
+                    raise DataError(f"input {decl.name}: key column {col!r} of table "
+                                    f"{source.location!r} has type {columns[col].upper()}; key "
+                                    "columns must hold integers")
+            from_sql = self.dialect.q(source.location)
+        else:
+            from_sql = self.source_from(source, f"{table}_src")
+        try:
+            shape = self._source_shape(source, from_sql)
+            select = import_select(decl.labels, source.keys, source.value, from_sql, self.dialect)
+            self.execute(self.dialect.create(table, select, temporary))
+        finally:
+            if source.kind != "table":
+                self.release_source(f"{table}_src")
+        rel = TableRelation(table, decl.name, shape, tuple(range(len(shape))), decl.labels)
+        return rel, self.table_stats(rel)
+
+    def _source_shape(self, source: SourceInput, from_sql: str) -> tuple[int, ...]:
+        decl = source.decl
+        row = self.query(bounds_select(source.keys, from_sql, self.dialect))[0] if source.keys else ()
+        shape = []
+        for n, (label, bound, col) in enumerate(zip(decl.labels, decl.bounds, source.keys)):
+            low, high = row[2 * n], row[2 * n + 1]
+            if low is not None and low < 0:
+                raise DataError(f"input {decl.name}: column {col!r} of {source.describe()} holds "
+                                f"the negative key {low} (keys index from 0)")
+            size = 0 if high is None else int(high) + 1
+            if bound is not None and size > bound:
+                raise DataError(f"input {decl.name}: column {col!r} of {source.describe()} holds "
+                                f"key {high}, outside the declared bound {label}:{bound}")
+            shape.append(bound if bound is not None else size)
+        return tuple(shape)
+
+    def table_stats(self, rel: TableRelation) -> TensorStats:
+        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation."""
+        q = self.dialect.q
+        distinct = "".join(f", count(DISTINCT {q(c)})" for c in rel.columns)
+        row = self.query(f"SELECT count(*){distinct} FROM {q(rel.table)}")[0]
+        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[1:]))
+
+
+def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
+    """The key (int64) and value (float64) columns of an input's Arrow table, checked;
+    rows with a NULL are left out (as the import SQL leaves them out)."""
+    for col in source.keys:
+        check_key_type(source.name, source.describe(), col, table.schema.field(col).type)
+    names = list(source.keys) + ([source.value] if source.value else [])
+    types = [pa.int64()] * len(source.keys) + ([pa.float64()] if source.value else [])
+    try:
+        table = pa.table([table.column(n).cast(t) for n, t in zip(names, types)], names=names)
+        return table.drop_null()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataError(f"input {source.name}: the columns of {source.describe()} do not convert "
+                        f"to integer keys and a double value: {exc}") from None

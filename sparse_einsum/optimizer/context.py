@@ -1,0 +1,81 @@
+"""What every plan strategy works from: the DAG, its statistics, the cost model and where
+the inputs live; and turning search results into costed Plans."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..cost import CostModel, CostParams
+from ..plan import Plan, StatementCost, promoted_axes
+from ..program.dag import Dag
+from ..stats.propagate import propagate
+from ..stats.tensor_stats import TensorStats
+from .search import LoadItem, Partial, RepartitionItem, SearchSpace
+
+
+def default_memory_cap() -> float:
+    """Bytes one tuple or kernel call may hold: 1/32 of physical memory, at most 256 MiB."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        physical = 8 << 30
+    return float(min(physical // 32, 256 << 20))
+
+
+@dataclass
+class OptimizerContext:
+    """One DAG with its statistics and cost model; strategies ask it for plans."""
+    dag: Dag
+    stats: dict[str, TensorStats]                 # every tensor: inputs exact, the rest estimated
+    model: CostModel
+    stored: dict[str, tuple[int, ...]] = field(default_factory=dict)   # table inputs: their axes
+    label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
+
+    @classmethod
+    def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
+              memory_cap: float | None = None, max_payload_values: int | None = None,
+              stored: dict[str, tuple[int, ...]] | None = None,
+              label_names: dict[str, str] | None = None) -> "OptimizerContext":
+        stats = propagate(dag, input_stats)
+        model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
+                          max_payload_values)
+        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
+
+    @cached_property
+    def space(self) -> SearchSpace:
+        return SearchSpace(self.dag, self.model, self.stored)
+
+    # -- plans from search results --------------------------------------------
+    def to_plan(self, partial: Partial, name: str) -> Plan:
+        plan = Plan(dict(partial.choices), name=name, cost=partial.total)
+        plan.statement_costs = self.breakdown(plan)
+        return plan
+
+    def price(self, plan: Plan) -> Plan:
+        """`plan` (a forced one, say) with its estimated costs; `fits` tells whether every
+        tuple and kernel call stays within the memory cap."""
+        priced = self.to_plan(self.space.cost(plan.promoted), plan.name)
+        priced.fits = all(self.model.fits(v, plan.promoted[v.name]) for v in self.dag.vertices)
+        return priced
+
+    def breakdown(self, plan: Plan) -> dict[str, StatementCost]:
+        """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
+        kernel, from the plan's cost items (an input load counts for the first statement
+        that reads it that way)."""
+        items = dict(self.space.cost(plan.promoted).costs)
+        result, loaded = {}, set()
+        for v in self.dag.vertices:
+            promoted = plan.promoted[v.name]
+            c = self.model.vertex(v, promoted)
+            repartition = sum(cost for item, cost in items.items()
+                              if isinstance(item, RepartitionItem) and item.consumer == v.name)
+            load = 0.0
+            for operand in v.operands:
+                item = LoadItem(operand.tensor, promoted_axes(operand.labels, promoted))
+                if item in items and item not in loaded:
+                    loaded.add(item)
+                    load += items[item]
+            result[v.name] = StatementCost(load, c.join, c.aggregate, c.kernel, repartition,
+                                           c.out_tuples, c.join_tuples)
+        return result

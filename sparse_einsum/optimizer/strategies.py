@@ -1,0 +1,239 @@
+"""The registry of plan strategies, as opt_einsum registers its path functions.
+
+A strategy is a function ``(context, argument, top) -> list[Plan]``: the optimizer
+context, the text after ``name:`` in the plan (or None), and how many plans are asked
+for; it returns costed Plans, best first. A plan string is parsed once, by `PlanSpec`.
+The CLI's help and the differential tests are generated from this registry, so a new
+strategy is one `register` call.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import PlanError
+from ..plan import Plan
+from ..program.dag import Dag
+from .context import OptimizerContext
+from .search import brute_force, dynamic_programming, greedy
+
+StrategyFn = Callable[[OptimizerContext, "str | None", int], list[Plan]]
+BRUTE_LIMIT = 5_000        # combinations the brute-force strategy enumerates at most
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    fn: StrategyFn
+    usage: str                                             # how a plan names it
+    help: str
+    examples: Callable[[OptimizerContext], list[str]]      # plans the differential tests run
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(name: str, usage: str, help: str,
+             examples: Callable[[OptimizerContext], list[str]] | tuple[str, ...] = ()):
+    """Decorator adding a strategy to the registry."""
+    def add(fn: StrategyFn) -> StrategyFn:
+        found = examples if callable(examples) else (lambda ctx, fixed=tuple(examples): list(fixed))
+        STRATEGIES[name] = Strategy(name, fn, usage, help, found)
+        return fn
+    return add
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """A parsed plan string: the strategy's name and its argument."""
+    strategy: str
+    argument: str | None = None
+
+    _PINNED = re.compile(r"^[A-Za-z]*(,[A-Za-z]*)*(->[A-Za-z]*)?$")
+
+    @classmethod
+    def parse(cls, text: str) -> "PlanSpec":
+        if not isinstance(text, str):
+            raise PlanError(f"a plan is a string such as 'optimal', not {type(text).__name__}")
+        compact = text.replace(" ", "")
+        if cls._PINNED.match(compact) and ("->" in compact or "," in compact
+                                           or compact != compact.lower()):
+            return cls("pinned", compact)
+        name, colon, argument = compact.partition(":")
+        if name not in STRATEGIES or name == "pinned":
+            raise PlanError(f"unknown plan {text!r}: use {usages()}")
+        return cls(name, argument if colon else None)
+
+    def __str__(self) -> str:
+        if self.strategy == "pinned":
+            return str(self.argument)
+        return self.strategy + (f":{self.argument}" if self.argument is not None else "")
+
+
+def usages() -> str:
+    return ", ".join(s.usage for s in STRATEGIES.values())
+
+
+def plans(ctx: OptimizerContext, spec: str | PlanSpec, top: int = 1) -> list[Plan]:
+    """Up to `top` costed plans of the strategy `spec` names, best first."""
+    if not isinstance(top, int) or top < 1:
+        raise PlanError(f"top must be a positive integer, not {top!r}")
+    parsed = spec if isinstance(spec, PlanSpec) else PlanSpec.parse(spec)
+    return STRATEGIES[parsed.strategy].fn(ctx, parsed.argument, top)
+
+
+def candidate_plans(ctx: OptimizerContext, top: int = 3) -> list[Plan]:
+    """The plans calibration and the benchmarks compare: the `top` best, greedy, the
+    relational and the dense plan; each decomposition once, under its first name, with
+    the names of the others that chose it in `aliases`."""
+    found: list[Plan] = []
+    for spec, k in (("rank:1", top), ("greedy", 1), ("relational", 1), ("dense", 1)):
+        for plan in plans(ctx, spec, k):
+            same = next((p for p in found if p.promoted == plan.promoted), None)
+            if same is None:
+                found.append(plan)
+            else:
+                same.aliases += (plan.name,)
+    return found
+
+
+def _no_argument(name: str, argument: str | None) -> None:
+    if argument is not None:
+        raise PlanError(f"plan {name!r} takes no argument (found {name}:{argument})")
+
+
+def _integer(name: str, argument: str | None, positive: bool) -> int:
+    try:
+        value = int(argument or "")
+    except ValueError:
+        value = None
+    if value is None or (positive and value < 1):
+        what = "a positive integer" if positive else "an integer"
+        raise PlanError(f"plan {f'{name}:{argument or str()}'!r}: the part after '{name}:' "
+                        f"must be {what}")
+    return value
+
+
+def _ranked(ctx: OptimizerContext, first: int, top: int) -> list[Plan]:
+    found = dynamic_programming(ctx.space, first + top - 1)
+    if not found:
+        raise PlanError(f"no plan fits the memory cap of {ctx.model.cap:.0f} bytes per tuple "
+                        "and kernel call")
+    if len(found) < first:
+        raise PlanError(f"plan rank:{first}: the program has only {len(found)} distinct plans")
+    return [ctx.to_plan(p, f"rank:{n}") for n, p in enumerate(found, 1)][first - 1:]
+
+
+# -- the strategies -------------------------------------------------------------------------
+@register("optimal", "optimal (default)", "the cost model's best plan", ("optimal",))
+def _optimal(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    _no_argument("optimal", argument)
+    found = _ranked(ctx, 1, top)
+    found[0].name = "optimal"
+    return found
+
+
+@register("rank", "rank:N", "the N-th best plan of the cost model",
+          lambda ctx: ["rank:2"] if ctx.space.combinations() > 1 else [])
+def _rank(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    return _ranked(ctx, _integer("rank", argument, positive=True), top)
+
+
+@register("greedy", "greedy", "locally cheapest decomposition vertex by vertex (baseline)",
+          ("greedy",))
+def _greedy(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    _no_argument("greedy", argument)
+    return [ctx.to_plan(greedy(ctx.space), "greedy")]
+
+
+def _forced(ctx: OptimizerContext, promoted: dict[str, frozenset[str]], name: str) -> list[Plan]:
+    return [ctx.price(Plan(promoted, name=name))]
+
+
+@register("relational", "relational", "every label promoted: the classic einsum-to-SQL "
+          "translation", ("relational",))
+def _relational(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    _no_argument("relational", argument)
+    return _forced(ctx, {v.name: frozenset(v.all_labels) for v in ctx.dag.vertices}, "relational")
+
+
+@register("dense", "dense", "nothing promoted: one tuple per tensor, kernels do all the work",
+          ("dense",))
+def _dense(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    _no_argument("dense", argument)
+    return _forced(ctx, {v.name: frozenset() for v in ctx.dag.vertices}, "dense")
+
+
+def random_choice(dag: Dag, seed: int) -> dict[str, frozenset[str]]:
+    """Each label of each vertex promoted with probability 1/2."""
+    rng = random.Random(seed)
+    return {v.name: frozenset(l for l in v.all_labels if rng.random() < 0.5)
+            for v in dag.vertices}
+
+
+@register("random", "random:SEED", "a random valid decomposition (testing)",
+          ("random:1", "random:2", "random:3"))
+def _random(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    seed = _integer("random", argument, positive=False)
+    return _forced(ctx, random_choice(ctx.dag, seed), f"random:{seed}")
+
+
+def _brute_examples(ctx: OptimizerContext) -> list[str]:
+    return ["brute"] if ctx.space.combinations() <= BRUTE_LIMIT else []
+
+
+@register("brute", "brute", f"exhaustive search (programs with at most {BRUTE_LIMIT} "
+          "decompositions; the DP's oracle)", _brute_examples)
+def _brute(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    _no_argument("brute", argument)
+    n = ctx.space.combinations()
+    if n > BRUTE_LIMIT:
+        raise PlanError(f"plan 'brute' would try {n} combinations, more than {BRUTE_LIMIT}: "
+                        "use optimal")
+    return [ctx.to_plan(p, "brute") for p in brute_force(ctx.space, top)]
+
+
+def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dict[str, frozenset[str]]:
+    """The choice of UCLC subscripts such as ``Ij,jK->IK`` (upper-case labels promoted) for a
+    program of one statement; `label_names` maps a lower-case letter to its label."""
+    names = {v.name.split("~")[0] for v in dag.vertices}
+    if len(names) != 1:
+        raise PlanError("a pinned UCLC plan applies to a program of a single statement; "
+                        f"this one has {len(names)}")
+    status: dict[str, bool] = {}
+    for ch in subscripts:
+        if ch.isalpha() and status.setdefault(ch.lower(), ch.isupper()) != ch.isupper():
+            raise PlanError(f"pinned plan {subscripts!r}: label {ch.lower()} is promoted in one "
+                            "place and demoted in another")
+    if any(label_names.get(k) == "" for k in status):
+        raise PlanError(f"pinned plan {subscripts!r} is ambiguous: the expression uses a label "
+                        "letter in both cases")
+    promoted = {label_names.get(k, k) for k, up in status.items() if up}
+    known = {l for v in dag.vertices for l in v.all_labels}
+    named = {label_names.get(k, k) for k in status}
+    if named != known:
+        raise PlanError(f"pinned plan {subscripts!r} does not match the expression's labels "
+                        f"{''.join(sorted(known))}")
+    return {v.name: frozenset(l for l in v.all_labels if l in promoted) for v in dag.vertices}
+
+
+def _pinned_examples(ctx: OptimizerContext) -> list[str]:
+    """UCLC subscripts of a random choice, for single-statement programs with letter labels."""
+    letters = {label: letter for letter, label in ctx.label_names.items() if label}
+    labels = list(dict.fromkeys(l for v in ctx.dag.vertices for l in v.all_labels))
+    names = {v.name.split("~")[0] for v in ctx.dag.vertices}
+    if (len(names) != 1 or not labels or "" in ctx.label_names.values()
+            or not all(len(letters.get(l, l)) == 1 for l in labels)):
+        return []
+    up = set(random_choice(ctx.dag, 7)[ctx.dag.vertices[0].name])
+    return [",".join(letters.get(l, l).upper() if l in up else letters.get(l, l).lower()
+                     for l in labels) + ","]
+
+
+@register("pinned", "UCLC subscripts such as 'Ij,jK->IK'", "a pinned decomposition of a "
+          "single-statement program (upper case: promoted)", _pinned_examples)
+def _pinned(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
+    return _forced(ctx, pinned_choice(ctx.dag, argument or "", ctx.label_names),
+                   f"pinned:{argument}")

@@ -1,0 +1,177 @@
+"""The one table of operations: every scalar operation of the language, as data.
+
+Per operation: its NumPy function, its UCLC rendering, its scalar SQL (with per-dialect
+overrides; None where the engine cannot evaluate it as NumPy does, so a kernel must),
+and its C expression for the native kernels. Every stage reads this table; nothing else
+lists operations.
+
+An operation code in the DAG is a name (``relu``, ``mul``) or, for an operation with a
+constant, ``name:c`` (``mulc:2.5``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+from scipy.special import expit
+
+BINARY, UNARY, CONSTANT = "binary", "unary", "constant"
+# How an operation treats zeros, which decides how missing tuples (zeros) are joined:
+ANNIHILATES = "annihilates"   # binary: a zero operand gives zero (inner join)
+FULL = "full"                 # every index of the domain (outer join, zeros filled in)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scalar operation. Templates use {a} {b} (binary), {x} (unary) and {c}."""
+    name: str
+    kind: str                                # binary | unary | constant
+    numpy: Callable
+    uclc: str
+    sql: str
+    sql_by_dialect: Mapping[str, str | None] = field(default_factory=dict)
+    c: str = ""                              # C expression of x, y and c
+    symbol: str = ""                         # binary: the program's operator
+    with_constant: tuple[str, str] = ("", "")  # binary: const ops for (x OP c, c OP x)
+
+    def sql_template(self, dialect: str) -> str | None:
+        return self.sql_by_dialect.get(dialect, self.sql)
+
+
+_POSTGRES_KERNEL = {"postgres": None}    # PostgreSQL raises where IEEE gives inf or nan
+
+
+def _table(*ops: Op) -> dict[str, Op]:
+    return {op.name: op for op in ops}
+
+
+OPS: dict[str, Op] = _table(
+    # binary operators, in the order of the C kernels' operation codes
+    Op("mul", BINARY, np.multiply, "{a} * {b}", "({a} * {b})", c="x * y", symbol="*",
+       with_constant=("mulc", "mulc")),
+    Op("add", BINARY, np.add, "{a} + {b}", "({a} + {b})", c="x + y", symbol="+",
+       with_constant=("addc", "addc")),
+    Op("sub", BINARY, np.subtract, "{a} - {b}", "({a} - {b})", c="x - y", symbol="-",
+       with_constant=("subc", "rsubc")),
+    Op("div", BINARY, np.divide, "{a} / {b}", "({a} / {b})", _POSTGRES_KERNEL, c="x / y",
+       symbol="/", with_constant=("divc", "rdivc")),
+    # unary functions (id is internal: a statement that only renames or aggregates)
+    Op("id", UNARY, lambda x: x, "{x}", "{x}", c="x"),
+    Op("neg", UNARY, np.negative, "neg({x})", "(-{x})", c="-x"),
+    Op("relu", UNARY, lambda x: np.maximum(x, 0.0), "relu({x})", "greatest({x}, 0.0)",
+       c="(x < 0.0 ? 0.0 : x)"),
+    Op("exp", UNARY, np.exp, "exp({x})", "exp({x})", _POSTGRES_KERNEL, c="exp(x)"),
+    Op("log", UNARY, np.log, "log({x})", "ln({x})",
+       {"postgres": None, "duckdb-builtin": "(CASE WHEN {x} > 0 THEN ln({x}) WHEN {x} = 0 "
+        "THEN CAST('-inf' AS DOUBLE) ELSE CAST('nan' AS DOUBLE) END)"}, c="log(x)"),
+    Op("sqrt", UNARY, np.sqrt, "sqrt({x})", "sqrt({x})",
+       {"postgres": None, "duckdb-builtin": "(CASE WHEN {x} >= 0 THEN sqrt({x}) "
+        "ELSE CAST('nan' AS DOUBLE) END)"}, c="sqrt(x)"),
+    Op("sigmoid", UNARY, expit, "sigmoid({x})", "(1.0 / (1.0 + exp(-{x})))", _POSTGRES_KERNEL,
+       c="1.0 / (1.0 + exp(-x))"),
+    Op("tanh", UNARY, np.tanh, "tanh({x})", "tanh({x})", _POSTGRES_KERNEL, c="tanh(x)"),
+    Op("abs", UNARY, np.abs, "abs({x})", "abs({x})", c="fabs(x)"),
+    # unary operations with a constant c (from `x * 2`, `1 - x`, aggregates' zeros)
+    Op("mulc", CONSTANT, lambda x, c: x * c, "{x} * {c}", "({x} * {c})", c="x * c"),
+    Op("addc", CONSTANT, lambda x, c: x + c, "{x} + {c}", "({x} + {c})", c="x + c"),
+    Op("subc", CONSTANT, lambda x, c: x - c, "{x} - {c}", "({x} - {c})", c="x - c"),
+    Op("rsubc", CONSTANT, lambda x, c: c - x, "{c} - {x}", "({c} - {x})", c="c - x"),
+    Op("divc", CONSTANT, lambda x, c: x / c, "{x} / {c}", "({x} / {c})", _POSTGRES_KERNEL,
+       c="x / c"),
+    Op("rdivc", CONSTANT, lambda x, c: c / x, "{c} / {x}", "({c} / {x})", _POSTGRES_KERNEL,
+       c="c / x"),
+    Op("maxc", CONSTANT, np.maximum, "max({x}, {c})", "greatest({x}, {c})",
+       c="((x > c || isnan(x)) ? x : c)"),
+    Op("minc", CONSTANT, np.minimum, "min({x}, {c})", "least({x}, {c})",
+       c="((x < c || isnan(x)) ? x : c)"),
+    Op("powc", CONSTANT, np.power, "{x} ** {c}", "power({x}, {c})", _POSTGRES_KERNEL,
+       c="pow(x, c)"),
+)
+
+FUNCTIONS = tuple(name for name, op in OPS.items() if op.kind == UNARY and name != "id")
+"""Unary functions a program may call."""
+BY_SYMBOL = {op.symbol: op for op in OPS.values() if op.kind == BINARY}
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    name: str
+    numpy: Callable                  # reduce over axes
+    pairwise: Callable               # ufunc combining two partial results
+    clip_zero: str                   # the constant op folding in a missing zero
+
+
+AGGREGATES: dict[str, Aggregate] = {
+    "sum": Aggregate("sum", np.sum, np.add, ""),
+    "max": Aggregate("max", np.max, np.maximum, "maxc:0.0"),
+    "min": Aggregate("min", np.min, np.minimum, "minc:0.0"),
+}
+
+
+def split_code(code: str) -> tuple[Op, float | None]:
+    """``mulc:2.5`` -> (the mulc Op, 2.5); ``relu`` -> (the relu Op, None)."""
+    name, _, const = code.partition(":")
+    return OPS[name], (float(const) if const else None)
+
+
+def with_constant(name: str, c: float) -> str:
+    return f"{name}:{float(c)!r}"
+
+
+def numpy_function(code: str) -> Callable:
+    """The NumPy function of a unary or constant operation code (one argument)."""
+    op, c = split_code(code)
+    if op.kind == CONSTANT:
+        return lambda x: op.numpy(x, c)
+    return op.numpy
+
+
+def preserves_zero(code: str) -> bool:
+    """f(0) == 0: zeros stay zeros, so missing tuples stay missing."""
+    op, _ = split_code(code)
+    if op.kind == BINARY:
+        return op.name == "mul"
+    with np.errstate(all="ignore"):
+        return bool(numpy_function(code)(np.zeros(1))[0] == 0.0)
+
+
+def render_uclc(code: str, *args: str) -> str:
+    op, c = split_code(code)
+    if op.kind == BINARY:
+        return op.uclc.format(a=args[0], b=args[1])
+    return op.uclc.format(x=args[0], c=c)
+
+
+def render_sql(code: str, dialect: str, number: Callable[[float], str], *args: str) -> str | None:
+    """Scalar SQL of an operation on `args`, or None where `dialect` needs a kernel."""
+    op, c = split_code(code)
+    template = op.sql_template(dialect)
+    if template is None:
+        return None
+    if op.kind == BINARY:
+        return template.format(a=args[0], b=args[1])
+    return template.format(x=args[0], c=number(c) if c is not None else "")
+
+
+def c_header() -> str:
+    """``se_ops.h``: the operations as an X-macro for the C kernels (binary ones first)."""
+    lines = ["/* Generated from sparse_einsum/program/ops.py by "
+             "`python -m sparse_einsum.program.ops`: do not edit. */",
+             "#ifndef SE_OPS_H", "#define SE_OPS_H", "",
+             "/* name, expression of x (input a), y (input b) and c (constant) */",
+             "#define SE_OPS(X) \\"]
+    body = [f"\tX({op.name}, {op.c})" for op in OPS.values()]
+    lines += [line + " \\" for line in body[:-1]] + [body[-1], ""]
+    kinds = [op.kind for op in OPS.values()]
+    lines += [f"#define SE_N_BINARY {kinds.count(BINARY)}",
+              f"#define SE_FIRST_CONST OP_{next(o.name for o in OPS.values() if o.kind == CONSTANT)}",
+              "", "#endif", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":     # regenerate udf_kernels/se_ops.h
+    from pathlib import Path
+    target = Path(__file__).resolve().parents[2] / "udf_kernels" / "se_ops.h"
+    target.write_text(c_header())
+    print(f"wrote {target}")

@@ -1,0 +1,84 @@
+"""What differs between SQL engines: syntax as class-level data, kernels as methods.
+
+A dialect names itself (`name`, also the key of per-dialect SQL in the operation
+table), says how to write ranges, zero arrays and tables, and how kernels, array
+aggregates, explodes and stacks are called. The compiler only arranges joins,
+domains and groupings around these.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..errors import PlanError
+from ..kernels.spec import GatherSpec, KernelSpec
+from ..program.ops import render_sql
+from .steps import StepBuilder, TableRelation
+
+
+class Dialect:
+    name: ClassVar[str] = "generic"
+    engine: ClassVar[str] = "generic"              # the backend whose cost constants apply
+    sqlglot: ClassVar[str] = ""                   # sqlglot's name of the dialect
+    param: ClassVar[str] = "?"                    # bound-parameter marker of the driver
+    table_kind: ClassVar[str] = "TABLE"           # how intermediates are created
+    int_division: ClassVar[str] = "({a} // {b})"
+    range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
+    zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"
+    zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
+    broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
+    max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
+
+    def q(self, ident: str) -> str:
+        return '"' + ident.replace('"', '""') + '"'
+
+    def num(self, c: float) -> str:
+        return f"CAST('{float(c)!r}' AS DOUBLE PRECISION)"
+
+    def create(self, table: str, select: str, temporary: bool = False) -> str:
+        kind = "TEMP TABLE" if temporary else self.table_kind
+        return f"CREATE {kind} {self.q(table)} AS {select}"
+
+    def range_from(self, n: int, column: str) -> str:
+        return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)
+
+    def zero(self, size: int | None) -> str:
+        return self.zero_sql if size is None else self.zero_array_sql.format(size=int(size))
+
+    def idiv(self, a: str, b: int) -> str:
+        return self.int_division.format(a=a, b=int(b))
+
+    def scalar_unary(self, code: str, x: str) -> str:
+        return render_sql(code, self.name, self.num, x) or self.scalar_kernel(code, (x,))
+
+    def scalar_binary(self, op: str, a: str, b: str) -> str:
+        return render_sql(op, self.name, self.num, a, b) or self.scalar_kernel(op, (a, b))
+
+    def check_size(self, size: int, what: str) -> None:
+        if self.max_payload_values is not None and size > self.max_payload_values:
+            raise PlanError(f"the plan needs a {what} of {size} elements; {self.name} SQL "
+                            f"holds at most {self.max_payload_values} per tuple")
+
+    # -- engine-specific: kernels on array values -------------------------------------
+    def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
+        """An operation the engine's SQL cannot evaluate as NumPy does, on scalars."""
+        raise NotImplementedError(f"{self.name}: no SQL for {code}")
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None) -> str:
+        raise NotImplementedError
+
+    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
+                  count: str | None, expected: int) -> str:
+        """Aggregate list values element-wise; where count < expected, combine with 0."""
+        raise NotImplementedError
+
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        """SELECT of one row per piece of each value of `table` (alias r): the `kept`
+        columns, ``p`` (the piece's position, row-major over spec.new_dims) and ``val``
+        (the piece: a scalar, or a sub-tensor that is NULL when all zero)."""
+        raise NotImplementedError
+
+    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
+              value_is_list: bool) -> str:
+        """Aggregate expression scattering sub-tensors into a zero tensor."""
+        raise NotImplementedError
