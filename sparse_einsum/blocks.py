@@ -29,7 +29,7 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray,
     promoted = tuple(sorted(promoted))
     if sp.issparse(tensor):
         return _decompose_sparse(tensor, promoted)
-    array = np.asarray(tensor, dtype=np.float64)
+    array = np.asarray(tensor)
     demoted = [a for a in range(array.ndim) if a not in promoted]
     n_keys = prod(array.shape[a] for a in promoted)
     flat = np.transpose(array, list(promoted) + demoted).reshape(n_keys, -1)
@@ -41,24 +41,28 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray,
 
 
 def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Blocks:
+    """Without densifying, and without changing the caller's matrix."""
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
-    if promoted == (0, 1):
-        csr = sp.csr_matrix(matrix)
-        if not csr.has_canonical_format:
-            csr = csr.copy()
-            csr.sum_duplicates()
-        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
-        keep = csr.data != 0
-        return Blocks([rows[keep], csr.indices[keep].astype(np.int64)],
-                        csr.data[keep].astype(np.float64))
     if promoted == ():
         return decompose(matrix.toarray(), ())
-    major = sp.csr_matrix(matrix) if promoted == (0,) else sp.csc_matrix(matrix)
-    major.eliminate_zeros()
-    rows = np.flatnonzero(np.diff(major.indptr))
+    major = canonical(matrix, "csc" if promoted == (1,) else "csr")
+    lines = np.repeat(np.arange(major.shape[promoted[0]], dtype=np.int64), np.diff(major.indptr))
+    keep = major.data != 0
+    if promoted == (0, 1):
+        return Blocks([lines[keep], major.indices[keep].astype(np.int64)], major.data[keep])
+    rows = np.unique(lines[keep])
     picked = major[rows] if promoted == (0,) else major[:, rows].T
-    return Blocks([rows.astype(np.int64)], np.asarray(picked.toarray(), dtype=np.float64))
+    return Blocks([rows], picked.toarray())
+
+
+def canonical(matrix, fmt: str):
+    """`matrix` in CSR or CSC with duplicates summed; a copy where that changes anything."""
+    converted = matrix.asformat(fmt)
+    if not converted.has_canonical_format:
+        converted = converted.copy()
+        converted.sum_duplicates()
+    return converted
 
 
 def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -> np.ndarray:
@@ -66,10 +70,10 @@ def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -
     promoted = tuple(sorted(promoted))
     demoted = [a for a in range(len(shape)) if a not in promoted]
     key_shape = [shape[a] for a in promoted]
-    dense = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)))
+    dense = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)), dtype=blocks.values.dtype)
     if len(blocks):
         index = np.ravel_multi_index(blocks.keys, key_shape) if promoted else np.zeros(
             len(blocks), dtype=np.int64)
-        dense[index] = np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), -1)
+        dense[index] = blocks.values.reshape(len(blocks), -1)
     arranged = dense.reshape(key_shape + [shape[a] for a in demoted])
     return np.transpose(arranged, np.argsort(list(promoted) + demoted)).copy()

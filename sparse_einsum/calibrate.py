@@ -110,7 +110,7 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
     features, seconds = [], []
     for k, (array, axes) in enumerate(cases):
         rel = TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
-                            axes=axes, columns=tuple(f"k{a}" for a in axes))
+                            axes=axes, labels=tuple(f"k{a}" for a in range(array.ndim)))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()

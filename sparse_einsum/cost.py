@@ -107,9 +107,10 @@ class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
-                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None):
+                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
+                 scalars_only: bool = False):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
-        self.max_values = max_payload_values
+        self.max_values, self.scalars_only = max_payload_values, scalars_only
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -118,8 +119,10 @@ class CostModel:
     def fits(self, v: Vertex, promoted: frozenset[str]) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
         one-tuple operands bound once) above the memory cap, and no payload longer than
-        the SQL dialect's arrays hold."""
+        the SQL dialect's arrays hold (none at all with `scalars_only`)."""
         shapes = self.dag.shapes
+        if self.scalars_only:
+            return all(l in promoted for l in v.all_labels)
         if self.max_values is not None:
             tensors = [(o.tensor, o.labels) for o in v.operands] + [(v.name, v.labels)]
             if any(prod(n for n, l in zip(shapes[t], labels) if l not in promoted)

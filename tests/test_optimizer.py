@@ -12,7 +12,7 @@ from sparse_einsum.optimizer.search import (
 )
 from sparse_einsum.optimizer.strategies import candidate_plans
 from sparse_einsum.program.parser import load_program
-from sparse_einsum.program.subscripts import parse_subscripts
+from sparse_einsum.api import einsum_session
 from sparse_einsum.reference import evaluate
 from sparse_einsum.sql.duckdb import DuckDBDialect
 from sparse_einsum.stats.tensor_stats import exact_stats
@@ -65,7 +65,7 @@ def _session(program, data, **options) -> Session:
 
 
 def _einsum(subscripts: str, data: dict) -> Session:
-    return _session(parse_subscripts(subscripts, len(data)).program(), data)
+    return einsum_session(subscripts, *data.values(), backend=None, dialect=DuckDBDialect())
 
 
 def _space(text, data, params) -> SearchSpace:
@@ -208,8 +208,8 @@ def test_dense_small_product_stays_dense_and_very_sparse_is_promoted():
 def test_memory_cap_excludes_big_tuples():
     rng = np.random.default_rng(0)
     dense = {"T0": rng.normal(size=(64, 64)), "T1": rng.normal(size=(64, 64))}
-    session = _session(parse_subscripts("ij,jk->ik", 2).program(), dense,
-                       memory_cap=64 * 64 * 8 - 1)
+    session = einsum_session("ij,jk->ik", *dense.values(), backend=None, dialect=DuckDBDialect(),
+                             memory_cap=64 * 64 * 8 - 1)
     for plan in session.plans("optimal", 5):
         assert len(plan.promoted["OUT"]) >= 1   # 64x64 doubles do not fit one tuple
 

@@ -125,11 +125,16 @@ class Backend:
         return tuple(shape)
 
     def table_stats(self, rel: TableRelation) -> TensorStats:
-        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation."""
+        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, and the bound and
+        finiteness of its values."""
         q = self.dialect.q
         distinct = "".join(f", count(DISTINCT {q(c)})" for c in rel.columns)
-        row = self.query(f"SELECT count(*){distinct} FROM {q(rel.table)}")[0]
-        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[1:]))
+        finite = self.dialect.finite_sql.format(x="val")
+        row = self.query(f"SELECT count(*), coalesce(max(abs(val)), 0), coalesce(bool_and({finite}), "
+                         f"TRUE){distinct} FROM {q(rel.table)}")[0]
+        finite = bool(row[2])
+        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[3:]),
+                           max_abs=float(row[1]) if finite else float("inf"), finite=finite)
 
 
 def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:

@@ -35,11 +35,11 @@ class OptimizerContext:
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
-              stored: dict[str, tuple[int, ...]] | None = None,
+              scalars_only: bool = False, stored: dict[str, tuple[int, ...]] | None = None,
               label_names: dict[str, str] | None = None) -> "OptimizerContext":
         stats = propagate(dag, input_stats)
         model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values)
+                          max_payload_values, scalars_only)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
 
     @cached_property

@@ -23,6 +23,8 @@ from ..program.dag import Dag, Vertex
 
 # shared tensors are optimised jointly while this many output decompositions combine
 JOINT_LIMIT = 4096
+# a vertex with up to this many labels tries every subset of them as its promoted labels
+ALL_SUBSETS = 8
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,25 @@ def subsets(labels: tuple[str, ...]) -> Iterator[frozenset[str]]:
             yield frozenset(combo)
 
 
+def candidates(v: Vertex, sizes: dict[str, int]) -> list[frozenset[str]]:
+    """The promoted-label sets a vertex may take: every subset of a few labels; beyond
+    ALL_SUBSETS labels, the unions of label classes (labels with the same role: in the
+    output or not, in which operands) and the k largest labels for every k, so that the
+    search stays bounded for any expression."""
+    labels = v.all_labels
+    if len(labels) <= ALL_SUBSETS:
+        return list(subsets(labels))
+    roles: dict[tuple, list[str]] = {}
+    for l in labels:
+        roles.setdefault((l in v.labels, tuple(l in o.labels for o in v.operands)), []).append(l)
+    found = {frozenset(l for group in chosen for l in group)
+             for chosen in itertools.chain.from_iterable(
+                 itertools.combinations(roles.values(), r) for r in range(len(roles) + 1))}
+    by_size = sorted(labels, key=lambda l: -sizes[l])
+    found.update(frozenset(by_size[:k]) for k in range(len(labels) + 1))
+    return sorted(found, key=lambda p: (len(p), sorted(p)))
+
+
 def _best(candidates: Iterable[Partial | None], k: int) -> list[Partial]:
     unique: dict = {}
     for c in candidates:
@@ -108,7 +129,7 @@ class SearchSpace:
 
     @cached_property
     def options(self) -> dict[str, list[frozenset[str]]]:
-        return {v.name: [p for p in subsets(v.all_labels) if self.model.fits(v, p)]
+        return {v.name: [p for p in candidates(v, self.dag.label_sizes(v)) if self.model.fits(v, p)]
                 for v in self.dag.vertices}
 
     @cached_property

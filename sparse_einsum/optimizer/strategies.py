@@ -196,12 +196,8 @@ def _brute(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
 
 
 def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dict[str, frozenset[str]]:
-    """The choice of UCLC subscripts such as ``Ij,jK->IK`` (upper-case labels promoted) for a
-    program of one statement; `label_names` maps a lower-case letter to its label."""
-    names = {v.name.split("~")[0] for v in dag.vertices}
-    if len(names) != 1:
-        raise PlanError("a pinned UCLC plan applies to a program of a single statement; "
-                        f"this one has {len(names)}")
+    """The choice of UCLC subscripts such as ``Ij,jK->IK``: every vertex promotes the
+    labels written upper-case; `label_names` maps a lower-case letter to its label."""
     status: dict[str, bool] = {}
     for ch in subscripts:
         if ch.isalpha() and status.setdefault(ch.lower(), ch.isupper()) != ch.isupper():
@@ -220,11 +216,10 @@ def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dic
 
 
 def _pinned_examples(ctx: OptimizerContext) -> list[str]:
-    """UCLC subscripts of a random choice, for single-statement programs with letter labels."""
+    """UCLC subscripts of a random choice, for programs whose labels are letters."""
     letters = {label: letter for letter, label in ctx.label_names.items() if label}
     labels = list(dict.fromkeys(l for v in ctx.dag.vertices for l in v.all_labels))
-    names = {v.name.split("~")[0] for v in ctx.dag.vertices}
-    if (len(names) != 1 or not labels or "" in ctx.label_names.values()
+    if (not labels or "" in ctx.label_names.values()
             or not all(len(letters.get(l, l)) == 1 for l in labels)):
         return []
     up = set(random_choice(ctx.dag, 7)[ctx.dag.vertices[0].name])
@@ -232,8 +227,8 @@ def _pinned_examples(ctx: OptimizerContext) -> list[str]:
                      for l in labels) + ","]
 
 
-@register("pinned", "UCLC subscripts such as 'Ij,jK->IK'", "a pinned decomposition of a "
-          "single-statement program (upper case: promoted)", _pinned_examples)
+@register("pinned", "UCLC subscripts such as 'Ij,jK->IK'", "a pinned decomposition "
+          "(upper-case labels promoted in every statement)", _pinned_examples)
 def _pinned(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     return _forced(ctx, pinned_choice(ctx.dag, argument or "", ctx.label_names),
                    f"pinned:{argument}")

@@ -13,6 +13,7 @@ from math import prod
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..plan import Plan
 from ..program.dag import Dag, Vertex
+from ..program.ops import AGGREGATES
 from .dialect import Dialect
 from .steps import Step, StepBuilder, TableRelation
 
@@ -26,11 +27,14 @@ class CompiledPlan:
 
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
-                 relational_outputs: bool = False) -> CompiledPlan:
+                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset()
+                 ) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
     others loaded. With `relational_outputs`, every output ends fully promoted (one key
-    column per label, as compiled jobs write them)."""
-    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary)
+    column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
+    (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
+    0 * NaN is NaN."""
+    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
     compiler.compile()
     if relational_outputs:
         outputs = {n: compiler.relation(n, tuple(range(len(dag.shapes[n])))) for n in dag.outputs}
@@ -44,9 +48,10 @@ class Compiler:
     `temporary` makes every intermediate a TEMP table (compiled jobs)."""
 
     def __init__(self, dag: Dag, plan: Plan, dialect: Dialect, prefix: str | None = None,
-                 stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False):
+                 stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False,
+                 nonfinite: frozenset[str] = frozenset()):
         self.dag, self.plan, self.d = dag, plan, dialect
-        self.temporary = temporary
+        self.temporary, self.nonfinite = temporary, nonfinite
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"
         self.steps: list[Step] = []
         self.relations: dict[tuple[str, tuple[int, ...]], TableRelation] = {}
@@ -60,7 +65,7 @@ class Compiler:
         labels = self.dag.labels_of(tensor)
         return TableRelation(table=f"{self.prefix}_t{self._tables}", tensor=tensor,
                        shape=self.dag.shapes[tensor], axes=tuple(sorted(axes)),
-                       columns=tuple(labels[a] for a in sorted(axes)))
+                       labels=labels)
 
     def relation(self, tensor: str, axes: tuple[int, ...]) -> TableRelation:
         """The relation of `tensor` decomposed by `axes`, loading or repartitioning as needed."""
@@ -107,7 +112,8 @@ class Compiler:
         up = self.plan.promoted_labels(v)
         sizes = self.dag.label_sizes(v)
         aliases = [f"u{k}" for k in range(len(inputs))]
-        constant = self._constant_operand(v, inputs)
+        domain, spread = self._domain_kind(v)
+        constant = self._constant_operand(v, inputs) if domain == "join" else None
         joined = [k for k in range(len(inputs)) if k != constant]
 
         # where each promoted label comes from, and the equalities it imposes
@@ -124,7 +130,7 @@ class Compiler:
                     source[label] = col
         promoted = [l for l in v.all_labels if l in up]
 
-        if v.annihilates:
+        if domain == "join":
             first = joined[0]
             frm = f"{q(inputs[first].table)} AS {aliases[first]}"
             where = list(conds[first])
@@ -132,10 +138,8 @@ class Compiler:
                 on = " AND ".join(conds[k]) if conds[k] else "TRUE"
                 frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
             values = [f"{aliases[k]}.val" for k in joined]
-            full_domain = False
         else:
-            frm, where, values, source = self._domain(v, inputs, aliases, promoted, sizes)
-            full_domain = True
+            frm, where, values, source = self._domain(v, inputs, aliases, promoted, sizes, spread)
 
         spec = vertex_kernel(v, sizes, up)
         lists = [not inputs[k].is_scalar for k in joined]
@@ -145,26 +149,36 @@ class Compiler:
         else:
             value = d.kernel(b, spec, values, lists,
                              None if constant is None else (constant, inputs[constant]))
-        keys = [f"{source[l]} AS {q(l)}" for l in v.labels if l in up]
-        key_names = [q(l) for l in v.labels if l in up]
+        keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
+        key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""
         inner = f"SELECT {', '.join(keys + [value + ' AS val'])} FROM {frm}{where_sql}"
         agg_promoted = [l for l in v.agg_labels if l in up]
         if not agg_promoted:
             return self._create(out.table, inner)
-        expected = 1 if (full_domain or v.agg == "sum") else prod(sizes[l] for l in agg_promoted)
+        expected = 1 if (domain == "full" or v.agg == "sum") else prod(sizes[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if out.is_scalar:
-            agg_value = f"{v.agg}(val)"
+            agg_value = d.scalar_aggregate(v.agg, "val")
             if expected > 1:
-                zero_op = "maxc:0.0" if v.agg == "max" else "minc:0.0"
-                agg_value = (f"CASE WHEN count(*) < {expected} THEN "
-                             f"{d.scalar_unary(zero_op, agg_value)} ELSE {agg_value} END")
+                clip = d.scalar_unary(AGGREGATES[v.agg].clip_zero, agg_value)
+                agg_value = f"CASE WHEN count(*) < {expected} THEN {clip} ELSE {agg_value} END"
         else:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
         return self._create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
+
+    def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
+        """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
+        operand gives zero), ``union`` (every key of the operands listed, crossed with the
+        other labels' ranges: where the result can be non-zero) or ``full`` (every key)."""
+        if v.annihilates:
+            wild = [k for k, o in enumerate(v.operands) if o.tensor in self.nonfinite]
+            return ("union", wild) if wild and v.is_binary else ("join", [])
+        if not v.is_binary or v.op == "div":
+            return "full", []
+        return "union", [0, 1]
 
     def _constant_operand(self, v: Vertex, inputs: list[TableRelation]) -> int | None:
         """The operand of a product that is one array tuple joined to keyed tuples: it is
@@ -177,8 +191,9 @@ class Compiler:
         return None
 
     def _domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
-                promoted: list[str], sizes: dict[str, int]):
-        """FROM clause over every key where a non-annihilating op can be non-zero."""
+                promoted: list[str], sizes: dict[str, int], spread: list[int]):
+        """FROM clause over the keys of a ``union`` domain (of the operands in `spread`) or
+        of a ``full`` one (`spread` empty), the operands LEFT JOINed with zeros filled in."""
         d, q = self.d, self.d.q
         col = {l: f"k{n}" for n, l in enumerate(promoted)}
 
@@ -199,14 +214,14 @@ class Compiler:
             return [f"{c} AS {col[l]}" for l, c in seen.items()], where
 
         own = [[l for l in promoted if l in v.operands[k].labels] for k in range(len(inputs))]
-        if not v.is_binary or v.op == "div":
+        if not spread:
             domain_labels = promoted if v.is_binary else own[0]
             parts = ranges(domain_labels)
             domain = ("(SELECT " + ", ".join(col[l] for l in domain_labels) + " FROM "
                       + " CROSS JOIN ".join(parts) + ")") if parts else "(SELECT 1 AS one)"
         else:
             selects = []
-            for k in range(2):
+            for k in spread:
                 key_cols, where = keys_of(k)
                 other = [l for l in promoted if l not in own[k]]
                 cols = [col[l] for l in promoted]

@@ -7,6 +7,12 @@ from math import prod
 from ..kernels.spec import GatherSpec, KernelSpec
 
 
+def key_column(label: str, axis: int) -> str:
+    """The key column of a promoted axis: unique within its table on every engine, even
+    where labels differ only in case (DuckDB compares quoted names case-insensitively)."""
+    return f"{label}_{axis}"
+
+
 @dataclass(frozen=True)
 class TableRelation:
     """A tensor relation in a database table: key columns, shape of the values."""
@@ -14,7 +20,12 @@ class TableRelation:
     tensor: str
     shape: tuple[int, ...]
     axes: tuple[int, ...]          # promoted axes, ascending
-    columns: tuple[str, ...]       # key column per promoted axis
+    labels: tuple[str, ...]        # the tensor's labels, one per axis
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Key column per promoted axis."""
+        return tuple(key_column(self.labels[a], a) for a in self.axes)
 
     @property
     def demoted(self) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from math import prod
 
 from ..program.dag import Dag, Operand, Vertex
+from ..program.ops import keeps_finite, value_bound
 from .tensor_stats import TensorStats, dense_stats, distinct_after, occupied
 
 
@@ -133,17 +134,27 @@ def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
     return result
 
 
+def value_stats(v: Vertex, operands: list[TensorStats], sizes: dict[str, int]) -> dict:
+    """max_abs and finite of a vertex's output from its operands'."""
+    bound = value_bound(v.op, *(s.max_abs for s in operands))
+    if v.agg == "sum":
+        bound *= prod(sizes[l] for l in v.agg_labels)
+    return {"max_abs": bound,
+            "finite": all(s.finite for s in operands) and keeps_finite(v.op)}
+
+
 def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, TensorStats]:
     """Statistics of every tensor of the DAG: exact for inputs, estimated after."""
     stats = dict(input_stats)
     for v in dag.vertices:
         ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
         bounds = dag.label_sizes(v)
+        values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
         if not v.annihilates and not v.is_binary and not v.agg_labels:
-            stats[v.name] = dense_stats(dag.shapes[v.name])
+            stats[v.name] = dense_stats(dag.shapes[v.name], **values)
             continue
         join = relational_join(v, ops)
-        out = output_stats(v, join, bounds)
+        out = replace(output_stats(v, join, bounds), **values)
         if len(v.labels) <= 6:
             sup = support(v, ops, join, bounds)
             full = sup[frozenset(range(len(v.labels)))]

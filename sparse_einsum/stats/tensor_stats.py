@@ -17,6 +17,8 @@ class TensorStats:
     # estimated non-empty sub-tensors per set of promoted axes, propagated from the
     # operands' structure (intermediates only; see stats.propagate)
     support: dict[frozenset[int], float] | None = None
+    max_abs: float = float("inf")   # a bound on |value| (exact for inputs)
+    finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
 
     def tuples(self, axes: tuple[int, ...] | frozenset[int]) -> float:
         """Expected tuples when `axes` are promoted: formula 7 (uniform placement),
@@ -29,21 +31,38 @@ class TensorStats:
         return uniform
 
 
+def _values(values: np.ndarray) -> dict:
+    """max_abs and finite of some values."""
+    if values.size == 0:
+        return {"max_abs": 0.0, "finite": True}
+    if values.dtype.kind in "biu":
+        return {"max_abs": float(np.abs(values.astype(np.float64)).max()), "finite": True}
+    finite = bool(np.isfinite(values).all())
+    return {"max_abs": float(np.abs(values).max()) if finite else float("inf"), "finite": finite}
+
+
 def exact_stats(x: object) -> TensorStats:
-    """Exact T and V from a NumPy array or scipy.sparse matrix (vectorised)."""
+    """Exact T and V (and the values' bound and finiteness) from a NumPy array or a
+    scipy.sparse matrix (vectorised)."""
     if sp.issparse(x):
-        csr = sp.csr_matrix(x)
-        csr.eliminate_zeros()
-        rows = int(np.count_nonzero(np.diff(csr.indptr)))
-        cols = int(np.count_nonzero(np.bincount(csr.indices, minlength=csr.shape[1])))
-        return TensorStats(tuple(csr.shape), float(csr.nnz), (float(rows), float(cols)))
-    array = np.asarray(x, dtype=np.float64)
+        csr = x.asformat("csr")
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        nonzero = csr.data != 0
+        rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[nonzero]
+        cols = csr.indices[nonzero]
+        return TensorStats(tuple(csr.shape), float(np.count_nonzero(nonzero)),
+                           (float(len(np.unique(rows))), float(len(np.unique(cols)))),
+                           **_values(csr.data[nonzero]))
+    array = np.asarray(x)
     nonzero = array != 0
     distinct = []
     for axis in range(array.ndim):
         others = tuple(a for a in range(array.ndim) if a != axis)
         distinct.append(float(np.count_nonzero(nonzero.any(axis=others) if others else nonzero)))
-    return TensorStats(tuple(array.shape), float(np.count_nonzero(nonzero)), tuple(distinct))
+    return TensorStats(tuple(array.shape), float(np.count_nonzero(nonzero)), tuple(distinct),
+                       **_values(array))
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
@@ -66,8 +85,8 @@ def distinct_after(values: float, draws: float) -> float:
     return values * -float(np.expm1(-draws / values))
 
 
-def dense_stats(shape: tuple[int, ...]) -> TensorStats:
-    return TensorStats(tuple(shape), float(prod(shape)), tuple(float(s) for s in shape))
+def dense_stats(shape: tuple[int, ...], **values) -> TensorStats:
+    return TensorStats(tuple(shape), float(prod(shape)), tuple(float(s) for s in shape), **values)
 
 
 __all__ = ["TensorStats", "exact_stats", "distinct_after", "dense_stats"]
