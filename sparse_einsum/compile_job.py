@@ -80,7 +80,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
             out += ["", f"-- {_comment(step.label)}", pretty(step.sql, job_dialect) + ";"]
         out += ["", "-- outputs: one row per non-zero"]
         for name, rel in compiled.outputs.items():
-            cols = ", ".join([f"{q(c)} AS {q(rel.labels[a])}" for c, a in zip(rel.columns, rel.axes)]
+            cols = ", ".join([f"{q(c)} AS {q(rel.labels[a])}" for c, a in zip(rel.columns, rel.keyed)]
                              + ["val"])
             out += [f"DROP TABLE IF EXISTS {q(name)};",
                     f"CREATE TABLE {q(name)} AS SELECT {cols} FROM {q(rel.table)} WHERE val <> 0;"]
@@ -166,7 +166,7 @@ def _number(x: float) -> str:
 
 
 def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[str]:
-    blocks = decompose(value, rel.axes)
+    blocks = decompose(value, rel.tiling)
     if len(blocks) > EMBED_LIMIT:
         raise DataError(f"input {decl.name} has {len(blocks)} non-zeros, more than the "
                         f"{EMBED_LIMIT} a job embeds: load it into a table and bind it with "

@@ -79,6 +79,7 @@ class Session:
         self.stored: dict[str, TableRelation] = {}     # relational inputs imported
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
+        self._compiled = 0
         try:
             shapes = self._import_inputs()
             self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
@@ -131,7 +132,7 @@ class Session:
                 self.dag, self.stats(), self.params or load_params(self.dialect.engine),
                 memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
                 scalars_only=self.exact_integers,
-                stored={name: rel.axes for name, rel in self.table_inputs().items()},
+                stored={name: rel.tiling for name, rel in self.table_inputs().items()},
                 label_names=self.label_names)
         return self._context
 
@@ -153,22 +154,24 @@ class Session:
         if not self.inputs_in_tables:
             return self.stored
         return {name: TableRelation(f"{self.prefix}_in{n}", name, self.dag.shapes[name],
-                                    tuple(range(len(self.dag.shapes[name]))), labels)
+                                    (1,) * len(labels), labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
 
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
                 relational_outputs: bool = False) -> CompiledPlan:
         chosen = self.plan(plan)
         exact = self.exact_integers
-        if exact and not all(self.optimizer().model.fits(v, chosen.promoted[v.name])
+        if exact and not all(self.optimizer().model.fits(v, chosen.choices[v.name])
                              for v in self.dag.vertices):
             raise PlanError(f"plan {chosen.name!r} keeps integer values in arrays, which hold "
                             "doubles, and this program's integers may exceed 2**53 (where "
                             "doubles lose them): use a plan that promotes every label "
                             "(optimal, relational)")
         ctx = self.optimizer()
+        self._compiled += 1                 # tables of every compilation named apart
         return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
-                            prefix=self.prefix, stored=self.table_inputs(), temporary=temporary,
+                            prefix=f"{self.prefix}_{self._compiled}",
+                            stored=self.table_inputs(), temporary=temporary,
                             relational_outputs=relational_outputs,
                             nonfinite=frozenset(t for t, s in ctx.stats.items() if not s.finite))
 

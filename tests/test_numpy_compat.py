@@ -50,7 +50,7 @@ def test_opt_einsum_expressions(expression, backend):
         seen = set()
         for spec in PLANS:
             plan = session.plan(spec)
-            key = tuple(sorted(plan.promoted.items()))
+            key = tuple(sorted(plan.choices.items()))
             if key not in seen:
                 seen.add(key)
                 _check(session.run(plan).outputs["OUT"], want, (expression, spec))

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 STAGES = [
     ["errors"],
     ["program"],
-    ["reference", "inputs", "blocks", "values"],
+    ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
     ["plan"],
     ["cost"],

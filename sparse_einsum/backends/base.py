@@ -16,7 +16,7 @@ from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
-from ..sql.steps import Step, TableRelation
+from ..sql.steps import Step, TableRelation, key_column
 from ..stats.tensor_stats import TensorStats
 
 # information_schema type names of integer columns (DuckDB and PostgreSQL)
@@ -105,7 +105,7 @@ class Backend:
         finally:
             if source.kind != "table":
                 self.release_source(f"{table}_src")
-        rel = TableRelation(table, decl.name, shape, tuple(range(len(shape))), decl.labels)
+        rel = TableRelation(table, decl.name, shape, (1,) * len(shape), decl.labels)
         return rel, self.table_stats(rel)
 
     def _source_shape(self, source: SourceInput, from_sql: str) -> tuple[int, ...]:
@@ -128,7 +128,8 @@ class Backend:
         """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, and the bound and
         finiteness of its values."""
         q = self.dialect.q
-        distinct = "".join(f", count(DISTINCT {q(c)})" for c in rel.columns)
+        distinct = "".join(f", count(DISTINCT {q(key_column(l, a))})"
+                           for a, l in enumerate(rel.labels))
         finite = self.dialect.finite_sql.format(x="val")
         row = self.query(f"SELECT count(*), coalesce(max(abs(val)), 0), coalesce(bool_and({finite}), "
                          f"TRUE){distinct} FROM {q(rel.table)}")[0]

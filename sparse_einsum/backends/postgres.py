@@ -31,6 +31,7 @@ class PostgresBackend(Backend):
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise BackendError(f"cannot connect to PostgreSQL: {first}") from None
         self.conn = connection
+        self.conn.prepare_threshold = None      # tables are made and dropped all the time
         check_kernels(self.conn)
         self.conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
         try:   # arrays in tuples: lz4 TOAST compression is several times faster than pglz

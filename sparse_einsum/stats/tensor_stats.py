@@ -8,6 +8,8 @@ from math import prod
 import numpy as np
 import scipy.sparse as sp
 
+from ..tiling import Tiling, key_range, keyed_axes, tile_distinct, tile_sizes
+
 
 @dataclass(frozen=True)
 class TensorStats:
@@ -19,15 +21,21 @@ class TensorStats:
     support: dict[frozenset[int], float] | None = None
     max_abs: float = float("inf")   # a bound on |value| (exact for inputs)
     finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
+    tile_counts: dict[Tiling, float] | None = None   # exact non-empty tiles (inputs)
 
-    def tuples(self, axes: tuple[int, ...] | frozenset[int]) -> float:
-        """Expected tuples when `axes` are promoted: formula 7 (uniform placement),
-        or the propagated support when that is smaller."""
+    def tuples(self, tiling: Tiling) -> float:
+        """Expected tuples (non-empty payloads) under a tiling: counted for inputs, else
+        formula 7 over the occupied tile indices of the keyed axes (uniform placement),
+        or the propagated support of the keyed axes when that is smaller."""
         if self.nnz <= 0:
             return 0.0
-        uniform = occupied(self.nnz, [self.distinct[a] for a in axes], list(self.distinct))
-        if self.support is not None and frozenset(axes) in self.support:
-            return min(uniform, self.support[frozenset(axes)])
+        if self.tile_counts and tiling in self.tile_counts:
+            return self.tile_counts[tiling]
+        keyed = keyed_axes(tiling, self.shape)
+        slots = [tile_distinct(self.distinct[a], self.shape[a], tiling[a]) for a in keyed]
+        uniform = occupied(self.nnz, slots, list(self.distinct))
+        if self.support is not None and frozenset(keyed) in self.support:
+            return min(uniform, self.support[frozenset(keyed)])
         return uniform
 
 
@@ -43,7 +51,8 @@ def _values(values: np.ndarray) -> dict:
 
 def exact_stats(x: object) -> TensorStats:
     """Exact T and V (and the values' bound and finiteness) from a NumPy array or a
-    scipy.sparse matrix (vectorised)."""
+    scipy.sparse matrix, and for matrices the non-empty tiles of every candidate tiling
+    (vectorised)."""
     if sp.issparse(x):
         csr = x.asformat("csr")
         if not csr.has_canonical_format:
@@ -54,6 +63,7 @@ def exact_stats(x: object) -> TensorStats:
         cols = csr.indices[nonzero]
         return TensorStats(tuple(csr.shape), float(np.count_nonzero(nonzero)),
                            (float(len(np.unique(rows))), float(len(np.unique(cols)))),
+                           tile_counts=_tile_counts(csr.shape, rows, cols),
                            **_values(csr.data[nonzero]))
     array = np.asarray(x)
     nonzero = array != 0
@@ -61,8 +71,31 @@ def exact_stats(x: object) -> TensorStats:
     for axis in range(array.ndim):
         others = tuple(a for a in range(array.ndim) if a != axis)
         distinct.append(float(np.count_nonzero(nonzero.any(axis=others) if others else nonzero)))
+    counts = None
+    if array.ndim == 2:
+        counts = _tile_counts(array.shape, *np.nonzero(nonzero))
     return TensorStats(tuple(array.shape), float(np.count_nonzero(nonzero)), tuple(distinct),
-                       **_values(array))
+                       tile_counts=counts, **_values(array))
+
+
+def _tile_counts(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray
+                 ) -> dict[Tiling, float]:
+    """Non-empty tiles of a matrix with non-zeros at (rows, cols), for every pair of
+    candidate tile sizes of which one tiles its axis."""
+    options = [(1, *tile_sizes(n), n) for n in shape]
+    counts = {}
+    for b0 in options[0]:
+        r0 = rows // b0
+        for b1 in options[1]:
+            if b0 in (1, shape[0]) and b1 in (1, shape[1]):
+                continue                     # promotions: distinct counts and support
+            r1 = key_range(b1, shape[1])
+            ids = r0 * r1 + cols // b1
+            n = key_range(b0, shape[0]) * r1
+            found = np.count_nonzero(np.bincount(ids, minlength=n)) if n <= 1 << 26 else \
+                len(np.unique(ids))
+            counts[(b0, b1)] = float(found)
+    return counts
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
