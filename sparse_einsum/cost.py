@@ -33,6 +33,7 @@ class CostParams:
     c_group: float = 0.0     # per group when a repartition stacks pieces into arrays
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
+    c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -42,8 +43,10 @@ class CostParams:
 # constants are the median of five DuckDB runs of the current calibration
 DEFAULT_PARAMS = {
     # c_group measured by timing one stack into 2708 row arrays against one array (DuckDB)
+    # c_sparse: scipy's CSR x dense, 1M non-zeros x 64 (1.5-2.6e-9 s per flop measured)
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
-                         c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
+                         c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
+                         c_sparse=2.0e-9),
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
 }
@@ -92,11 +95,6 @@ class VertexCost:
         return self.join + self.aggregate + self.kernel
 
 
-def _tuple_bytes(tiling: Tiling, shape: tuple[int, ...]) -> float:
-    """Bytes of one tuple: keys and payload."""
-    return 8.0 * (len(keyed_axes(tiling, shape)) + payload_size(tiling))
-
-
 def _payload_bytes(tiling: Tiling) -> float:
     """Bytes of the array a tuple carries; 0 for a scalar value.
 
@@ -115,9 +113,10 @@ class CostModel:
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
                  max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
-                 scalars_only: bool = False):
+                 scalars_only: bool = False, sparse_payloads: bool = True):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values, self.scalars_only = max_payload_values, scalars_only
+        self.sparse_payloads = sparse_payloads
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -128,6 +127,18 @@ class CostModel:
         return [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
             (choice.tiling(v.labels), shapes[v.name])]
 
+    def payload_bytes(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
+        """Bytes of a tuple's payload: dense, or sparse (16 per non-zero, on average)."""
+        if not sparse:
+            return _payload_bytes(tiling)
+        stats = self.stats[tensor]
+        return 16.0 * stats.nnz / max(stats.tuples(tiling), 1.0)
+
+    def sparse_worthwhile(self, tensor: str, tiling: Tiling) -> bool:
+        """Sparse payloads are a candidate: the payloads are under a quarter full."""
+        return (self.sparse_payloads and bool(payload_axes(tiling))
+                and self.payload_bytes(tensor, tiling, True) < _payload_bytes(tiling) / 2)
+
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, choice: Choice) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
@@ -137,12 +148,17 @@ class CostModel:
         tilings = self._tilings(v, choice)
         if self.scalars_only and any(payload_axes(t) for t, _ in tilings):
             return False
+        if choice.sparse and not (self.sparse_payloads and all(
+                payload_axes(tilings[k][0]) for k in choice.sparse)):
+            return False
         if self.max_values is not None and any(payload_size(t) > self.max_values
                                                for t, _ in tilings):
             return False
         if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
             return False
-        if max(_tuple_bytes(t, shape) for t, shape in tilings) > self.cap:
+        payload_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+                      for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
+        if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
             return False
         sizes, tiles = self._sizes[v.name], dict(choice.tiles)
         if all(b == 1 for b in tiles.values()):
@@ -150,7 +166,6 @@ class CostModel:
         ops = self._ops[v.name]
         rows = min(self._join_tuples(v, ops, [o.tuples(tiles) for o in ops], tiles, sizes),
                    KERNEL_BATCH)
-        payload_in = [_payload_bytes(t) for t, _ in tilings[:-1]]
         keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
         per_row = sum(b for b, k in zip(payload_in, keyed) if k) + _payload_bytes(tilings[-1][0])
         if not (v.annihilates and v.op == "mul"):
@@ -169,7 +184,8 @@ class CostModel:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
         tiles = dict(choice.tiles)
         tilings = self._tilings(v, choice)
-        bytes_in = [_payload_bytes(t) for t, _ in tilings[:-1]]
+        bytes_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+                    for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         bytes_out = _payload_bytes(tilings[-1][0])
         t_in = [o.tuples(tiles) for o in ops]
         join = self._join_tuples(v, ops, t_in, tiles, sizes)
@@ -183,8 +199,7 @@ class CostModel:
                     once += bytes_in[k] * p.c_xfer
                     per_tuple[k] = 0.0
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
-        loop = prod(tiles[l] for l in v.all_labels)
-        c_kernel = join * loop * (2 if v.is_binary else 1) * p.c_kernel
+        c_kernel = join * self._kernel_seconds(v, choice, tilings, bytes_in)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if any(tiles[l] < sizes[l] for l in v.agg_labels):
             groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
@@ -197,6 +212,23 @@ class CostModel:
         # writing the output relation (beyond section 7.2: measured to matter for big outputs)
         c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
         return VertexCost(c_join, c_agg, c_kernel, join, out)
+
+    def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float]
+                        ) -> float:
+        """Seconds of the kernel on one joined tuple: the dense loop, or for a product
+        with one sparse operand, its non-zeros times the other operand's own payload
+        (where the engine has such a kernel; else the sparse payload is densified)."""
+        tiles = dict(choice.tiles)
+        loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * self.p.c_kernel
+        if not choice.sparse:
+            return loop
+        densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
+        if len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum" and self.p.c_sparse:
+            (s,) = choice.sparse
+            other = prod(tiles[l] for l in v.all_labels
+                         if l not in v.operands[s].labels and tiles[l] > 1)
+            return 2 * bytes_in[s] / 16.0 * other * self.p.c_sparse
+        return loop + densify
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:
@@ -229,20 +261,23 @@ class CostModel:
         return min(self._tiled(o, label, {label: b}) for o in ops if label in o.distinct)
 
     # -- loading an array input ---------------------------------------------
-    def load(self, tensor: str, tiling: Tiling) -> float:
+    def load(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
         """Decomposing an in-memory input by `tiling` and loading it into the engine."""
         return self.stats[tensor].tuples(tiling) * (
-            self.p.c_load_tuple + _payload_bytes(tiling) * self.p.c_load_byte)
+            self.p.c_load_tuple + self.payload_bytes(tensor, tiling, sparse) * self.p.c_load_byte)
 
     # -- repartition ----------------------------------------------------------
-    def repartition(self, tensor: str, have: Tiling, need: Tiling) -> float:
-        """C_repart: split the axes whose tile size changes into scalars, then stack them."""
-        if have == need:
-            return 0.0
+    def repartition(self, tensor: str, have: Tiling, need: Tiling, sparse: bool = False) -> float:
+        """C_repart: split the axes whose tile size changes into scalars, then stack them
+        (and pack the payloads sparse)."""
         stats = self.stats[tensor]
+        pack = stats.tuples(need) * (_payload_bytes(need) * self.p.c_xfer + self.p.c_fixed) \
+            if sparse else 0.0
+        if have == need:
+            return pack
         middle = _middle(have, need)
         moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
         if middle != need and payload_axes(need):     # stacked into arrays
             cost += stats.tuples(need) * self.p.c_group
-        return cost
+        return cost + pack

@@ -11,7 +11,9 @@ from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..inputs import SourceInput
-from ..kernels.numpy_kernels import position_offsets, run_kernel
+from ..kernels.numpy_kernels import (
+    Packed, position_offsets, run_kernel, run_sparse_kernel, sparsify,
+)
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
 from ..sql.duckdb import DuckDBDialect, file_scan
@@ -36,6 +38,24 @@ def _rows(array) -> np.ndarray:
     n = len(array)
     flat = array.flatten().to_numpy(zero_copy_only=False)
     return flat.reshape(n, -1) if n else flat.reshape(0, 0)
+
+
+def _packed(array) -> Packed:
+    """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = array.values.to_numpy(zero_copy_only=False)
+    return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
+        Packed(values, offsets)
+
+
+def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
+    """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
+    offsets = pa.array(bounds, type=pa.int64() if bounds[-1] >= 1 << 31 else pa.int32()) \
+        if len(bounds) else pa.array([0], type=pa.int32())
+    cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
+    return cls.from_arrays(offsets, pa.array(np.asarray(values, dtype=np.float64)))
 
 
 def _scalars(array) -> np.ndarray:
@@ -87,6 +107,8 @@ class DuckDBBackend(Backend):
         columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
         if rel.is_scalar:
             columns["val"] = pa.array(blocks.values)        # DOUBLE, or BIGINT for integers
+        elif rel.sparse:
+            columns["val"] = _ragged_array(blocks.values, blocks.bounds)
         else:
             columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
                                          .reshape(len(blocks), rel.sub_size))
@@ -102,6 +124,8 @@ class DuckDBBackend(Backend):
         table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
         keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
         val = table.column("val")
+        if rel.sparse:
+            return Blocks(keys, *_packed(val))
         values = _scalars(val) if rel.is_scalar else \
             _rows(val).reshape(table.num_rows, rel.sub_size)
         return Blocks(keys, values)
@@ -147,6 +171,8 @@ class DuckDBBackend(Backend):
         if use.kind == "aggregate":
             return _aggregate_udf(use.agg, use.expected_count), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
+        if use.kind == "sparsify":
+            return (lambda dense: _ragged_array(*sparsify(_rows(dense)))), [_LIST], _LIST
         if use.kind == "split":
             return _split_udf(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
         if use.kind == "stack":
@@ -156,18 +182,30 @@ class DuckDBBackend(Backend):
 
     def _kernel_udf(self, use: KernelUse):
         spec: KernelSpec = use.spec
-        constants: dict[int, np.ndarray] = {}
+        sparse = use.sparse or (False,) * spec.arity
+        constants: dict[int, object] = {}
         if use.constant is not None:
             position, rel = use.constant
             fetched = self.fetch(rel)
-            constants[position] = np.zeros(rel.sub_size) if len(fetched) == 0 else \
-                np.asarray(fetched.values, dtype=np.float64).reshape(-1)
+            if rel.sparse:
+                constants[position] = Packed(fetched.values, fetched.bounds) if len(fetched) \
+                    else Packed(np.zeros(0), np.zeros(2, dtype=np.int64))
+            else:
+                constants[position] = np.zeros(rel.sub_size) if len(fetched) == 0 else \
+                    np.asarray(fetched.values, dtype=np.float64).reshape(-1)
+
+        def read(array, is_list: bool, packed: bool):
+            return (_packed(array) if packed else _rows(array)) if is_list else _scalars(array)
 
         def apply(*arrays):
-            batch = iter((_rows(a) if is_list else _scalars(a)) for a, is_list in
-                         zip(arrays, use.args_are_lists))
+            batch = iter(read(a, is_list, packed) for a, is_list, packed in
+                         zip(arrays, use.args_are_lists,
+                             [s for k, s in enumerate(sparse) if k not in constants]))
             inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
-            out = run_kernel(spec, *inputs, constants=constants)
+            if any(sparse):
+                out = run_sparse_kernel(spec, inputs, sparse, constants)
+            else:
+                out = run_kernel(spec, *inputs, constants=constants)
             return _list_array(out) if use.returns_list else pa.array(out)
 
         params = [_type(is_list) for is_list in use.args_are_lists]
