@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import DataError
-from .inputs import is_frame
+from .inputs import is_frame, numeric_array
 from .plan import Plan
 from .program.model import Program
 from .program.subscripts import parse_subscripts
@@ -42,7 +42,8 @@ def einsum_session(subscripts: str, *operands, backend: object = "duckdb",
         if is_frame(x):                  # COO rows: one key column per label (checked on binding)
             data[f"T{k}"] = x
             continue
-        value = x if sp.issparse(x) else np.asarray(x, dtype=np.float64)
+        value = numeric_array(f"einsum {subscripts!r}: operand {k}", x)
+        value = value if sp.issparse(value) else np.asarray(value, dtype=np.float64)
         if value.ndim != len(term):
             raise DataError(f"einsum {subscripts!r}: operand {k} has {value.ndim} dimensions "
                             f"but its term {term!r} has {len(term)} labels")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import zipfile
@@ -210,8 +211,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate
     if args.dsn is not None and args.backend != "postgres":
         args.parser.error(f"--dsn does not apply to --backend {args.backend}")
-    if args.scale <= 0:
-        args.parser.error(f"--scale must be positive, not {args.scale}")
+    if not math.isfinite(args.scale) or args.scale <= 0:
+        args.parser.error(f"--scale must be a positive finite number, not {args.scale}")
     result = calibrate(backend=args.backend, dsn=args.dsn, path=args.output, scale=args.scale)
     print(f"{'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
     for row in result["fit"]:

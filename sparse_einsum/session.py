@@ -25,11 +25,12 @@ from typing import Callable
 from .backends import open_backend
 from .backends.base import Backend
 from .cost import CostParams, load_params
-from .errors import PlanError, ProgramError
+from .errors import DataError, PlanError, ProgramError
 from .executor import Execution, execute
 from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
-from .optimizer.context import OptimizerContext
+from .memory import available_memory, format_size
+from .optimizer.context import OptimizerContext, default_memory_cap
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
 from .program.lower import lower
@@ -114,12 +115,25 @@ class Session:
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
+            cap, source = self._memory_cap()
             self._context = OptimizerContext.build(
                 self.dag, self.stats(), self.params or load_params(self.dialect.engine),
-                memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
+                memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
                 stored={name: rel.axes for name, rel in self.table_inputs().items()},
-                label_names=self.label_names)
+                label_names=self.label_names, cap_source=source)
         return self._context
+
+    def _memory_cap(self) -> tuple[float | None, str | None]:
+        """The optimizer's cap per tuple and kernel call: the one given, or the default
+        lowered to the engine's share of its memory limit (so that plans fit the engine)."""
+        if self.memory_cap or self.backend is None:
+            return self.memory_cap, None
+        limit = self.backend.memory_limit()
+        share = self.backend.memory_share
+        if limit is None or limit[0] * share >= default_memory_cap():
+            return None, None
+        fraction = f"1/{round(1 / share)}" if share < 1 else "all"
+        return limit[0] * share, f"{fraction} of {limit[1]}"
 
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:
         """Up to `top` costed plans of a registered strategy, best first (the time it took,
@@ -152,11 +166,26 @@ class Session:
             progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
+        self.check_output_memory()
         chosen = self.plan(plan)
         result = execute(self.compile(chosen), self.arrays(), self.backend,
                          count_tuples=count_tuples, progress=progress)
         result.plan = chosen
         return result
+
+    def check_output_memory(self) -> None:
+        """Outputs come back as dense NumPy arrays: refuse, before any work, when they
+        would not fit in the memory available now."""
+        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs}
+        available = available_memory()
+        if sum(need.values()) > available:
+            name = max(need, key=need.get)
+            raise DataError(f"output {name} has shape {self.dag.shapes[name]}: "
+                            f"{format_size(need[name])} as a dense float64 array"
+                            + (f" ({format_size(sum(need.values()))} for all outputs)"
+                               if len(need) > 1 else "")
+                            + f", more than the {format_size(available)} of memory available; "
+                            "check the declared bounds and the keys of the inputs")
 
     def explain(self, top: int = 3, analyze: bool = False, sql: bool = False) -> dict:
         """The `top` best plans with UCLC, schemas and estimated costs; with `analyze`, each

@@ -28,6 +28,8 @@ class Backend:
     """A database the compiled steps run on."""
     name: ClassVar[str]
     dialect: Dialect
+    # the share of `memory_limit()` one tuple or kernel call may take (the optimizer's cap)
+    memory_share: ClassVar[float] = 1.0
 
     def __enter__(self) -> "Backend":
         return self
@@ -59,6 +61,11 @@ class Backend:
 
     def release_source(self, scratch: str) -> None:
         """Remove what `source_from` made."""
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        """The engine's memory limit in bytes and the setting it comes from (for messages),
+        or None when there is none."""
+        return None
 
     # -- shared ---------------------------------------------------------------------
     def run(self, step: Step) -> None:

@@ -2,6 +2,8 @@
 arrow UDFs, runs the compiled statements and fetches results."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Callable, Sequence
 
 import duckdb
@@ -10,15 +12,18 @@ import pyarrow as pa
 from duckdb import sqltypes
 
 from ..blocks import Blocks
+from ..errors import BackendError
 from ..inputs import SourceInput
 from ..kernels.numpy_kernels import position_offsets, run_kernel
 from ..kernels.spec import GatherSpec, KernelSpec
+from ..memory import parse_size
 from ..program.ops import AGGREGATES
 from ..sql.duckdb import DuckDBDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
+_PERCENT = re.compile(r"^\s*[0-9]+(\.[0-9]*)?\s*%\s*$")
 
 
 def _literal(text: str) -> str:
@@ -55,29 +60,60 @@ def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
 
 
+def connect(database: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to a DuckDB database file (or ``:memory:``); a file another process
+    holds, or one in a missing directory, is a one-line BackendError."""
+    try:
+        return duckdb.connect(database, read_only=read_only)
+    except duckdb.Error as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        holder = re.search(r"Conflicting lock is held in (.*) \(PID (\d+)\)", message)
+        parent = Path(database).parent
+        if holder:
+            why = f"it is in use by process {holder.group(2)} ({holder.group(1)})"
+        elif not parent.is_dir():
+            why = f"directory {parent} does not exist"
+        else:
+            why = message
+        raise BackendError(f"cannot open DuckDB database {database}: {why}") from None
+
+
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
+    memory_share = 1 / 8     # threads run several kernel calls at once; joins need the rest
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
                  read_only: bool = False):
         if connection is None:
-            connection = duckdb.connect(database, read_only=read_only)
-            self.con = connection
+            self.con = connect(database, read_only=read_only)
         else:
             self.con = connection.cursor()
-        self.con.execute("SET enable_progress_bar = false")
-        for setting, value in (("memory_limit", memory_limit), ("temp_directory", temp_directory)):
-            if value:
-                self.con.execute(f"SET {setting} = {_literal(value)}")
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
+        try:
+            self.con.execute("SET enable_progress_bar = false")
+            if memory_limit:
+                if parse_size(memory_limit) is None and not _PERCENT.match(str(memory_limit)):
+                    raise BackendError(f"memory limit {memory_limit!r} is not a size such as "
+                                       "2GB, 512MiB or 50%")
+                self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
+            if temp_directory:
+                self.con.execute(f"SET temp_directory = {_literal(temp_directory)}")
+            if threads:
+                self.con.execute(f"SET threads = {int(threads)}")
+        except BaseException:
+            self.con.close()
+            raise
         self.dialect = DuckDBDialect()
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        text = self.query("SELECT current_setting('memory_limit')")[0][0]
+        size = parse_size(str(text).replace(" ", ""))
+        return (size, f"DuckDB's memory_limit {text}") if size else None
 
     def close(self) -> None:
         self.con.close()     # our own connection, or our cursor on the caller's

@@ -39,6 +39,11 @@ class PostgresBackend(Backend):
             pass
         self.dialect = PostgresDialect()
 
+    def memory_limit(self) -> tuple[int, str] | None:
+        text, size = self.query("SELECT current_setting('work_mem'), "
+                                "pg_size_bytes(current_setting('work_mem'))")[0]
+        return int(size), f"PostgreSQL's work_mem {text}"
+
     def close(self) -> None:
         if self._owns:
             self.conn.close()

@@ -2,11 +2,11 @@
 the inputs live; and turning search results into costed Plans."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..cost import CostModel, CostParams
+from ..memory import physical_memory
 from ..plan import Plan, StatementCost, promoted_axes
 from ..program.dag import Dag
 from ..stats.propagate import propagate
@@ -14,13 +14,12 @@ from ..stats.tensor_stats import TensorStats
 from .search import LoadItem, Partial, RepartitionItem, SearchSpace
 
 
+DEFAULT_CAP_SOURCE = "1/32 of physical memory, at most 256 MiB"
+
+
 def default_memory_cap() -> float:
     """Bytes one tuple or kernel call may hold: 1/32 of physical memory, at most 256 MiB."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        physical = 8 << 30
-    return float(min(physical // 32, 256 << 20))
+    return float(min(physical_memory() // 32, 256 << 20))
 
 
 @dataclass
@@ -31,16 +30,19 @@ class OptimizerContext:
     model: CostModel
     stored: dict[str, tuple[int, ...]] = field(default_factory=dict)   # table inputs: their axes
     label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
+    cap_source: str = DEFAULT_CAP_SOURCE          # where the memory cap comes from, for messages
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
               stored: dict[str, tuple[int, ...]] | None = None,
-              label_names: dict[str, str] | None = None) -> "OptimizerContext":
+              label_names: dict[str, str] | None = None,
+              cap_source: str | None = None) -> "OptimizerContext":
         stats = propagate(dag, input_stats)
         model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
                           max_payload_values)
-        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
+        source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
+        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 
     @cached_property
     def space(self) -> SearchSpace:
@@ -64,12 +66,15 @@ class OptimizerContext:
         kernel, from the plan's cost items (an input load counts for the first statement
         that reads it that way)."""
         items = dict(self.space.cost(plan.promoted).costs)
+        repartitions: dict[str, float] = {}
+        for item, cost in items.items():
+            if isinstance(item, RepartitionItem):
+                repartitions[item.consumer] = repartitions.get(item.consumer, 0.0) + cost
         result, loaded = {}, set()
         for v in self.dag.vertices:
             promoted = plan.promoted[v.name]
             c = self.model.vertex(v, promoted)
-            repartition = sum(cost for item, cost in items.items()
-                              if isinstance(item, RepartitionItem) and item.consumer == v.name)
+            repartition = repartitions.get(v.name, 0.0)
             load = 0.0
             for operand in v.operands:
                 item = LoadItem(operand.tensor, promoted_axes(operand.labels, promoted))

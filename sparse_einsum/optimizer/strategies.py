@@ -11,9 +11,10 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ..errors import PlanError
+from ..memory import format_size
 from ..plan import Plan
 from ..program.dag import Dag
 from .context import OptimizerContext
@@ -116,11 +117,16 @@ def _integer(name: str, argument: str | None, positive: bool) -> int:
     return value
 
 
+def _no_plan_fits(ctx: OptimizerContext) -> NoReturn:
+    raise PlanError(f"no plan fits the memory cap of {format_size(ctx.model.cap)} per tuple and "
+                    f"kernel call ({ctx.cap_source}): raise the memory limit or give smaller "
+                    "data")
+
+
 def _ranked(ctx: OptimizerContext, first: int, top: int) -> list[Plan]:
     found = dynamic_programming(ctx.space, first + top - 1)
     if not found:
-        raise PlanError(f"no plan fits the memory cap of {ctx.model.cap:.0f} bytes per tuple "
-                        "and kernel call")
+        _no_plan_fits(ctx)
     if len(found) < first:
         raise PlanError(f"plan rank:{first}: the program has only {len(found)} distinct plans")
     return [ctx.to_plan(p, f"rank:{n}") for n, p in enumerate(found, 1)][first - 1:]
@@ -145,7 +151,10 @@ def _rank(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
           ("greedy",))
 def _greedy(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     _no_argument("greedy", argument)
-    return [ctx.to_plan(greedy(ctx.space), "greedy")]
+    found = greedy(ctx.space)
+    if found is None:
+        _no_plan_fits(ctx)
+    return [ctx.to_plan(found, "greedy")]
 
 
 def _forced(ctx: OptimizerContext, promoted: dict[str, frozenset[str]], name: str) -> list[Plan]:

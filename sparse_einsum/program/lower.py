@@ -12,7 +12,7 @@ import opt_einsum
 
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
-from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_refs
+from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_refs, fold, nodes
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -46,32 +46,34 @@ class _Lowerer:
 
     # -- general expressions ------------------------------------------------
     def _lower(self, expr: Expr, root: bool) -> Operand | None:
-        """Lower `expr`; at the root the last vertex is the statement's own (returns None)."""
+        """Lower `expr` bottom-up (no recursion); at the root the last vertex is the
+        statement's own (returns None)."""
+        return fold(expr, lambda node, args: self._lower_node(node, args, node is expr and root))
+
+    def _lower_node(self, expr: Expr, args: list, root: bool) -> Operand | None:
+        """One node, its children already lowered (`args`; a constant child lowers to None)."""
         if isinstance(expr, Ref):
             return Operand(expr.name, expr.labels)
         if isinstance(expr, Const):
-            raise ProgramError("a statement needs at least one tensor reference",
-                               source=None, line=self.st.line)
+            if root:
+                raise ProgramError("a statement needs at least one tensor reference",
+                                   source=None, line=self.st.line)
+            return None
         if isinstance(expr, Unary):
             if isinstance(expr.arg, Const):
                 raise ProgramError(f"{expr.fn}() of a constant: write the number instead",
                                    line=self.st.line)
-            inner = self._lower(expr.arg, root=False)
-            return self._node((inner,), expr.fn, root)
+            return self._node((args[0],), expr.fn, root)
         assert isinstance(expr, Binary)
         if isinstance(expr.left, Const) and isinstance(expr.right, Const):
             raise ProgramError("an operation between two constants: write the number instead",
                                line=self.st.line)
         op = BY_SYMBOL[expr.op]
         if isinstance(expr.right, Const):      # x OP c
-            inner = self._lower(expr.left, root=False)
-            return self._node((inner,), with_constant(op.with_constant[0], expr.right.value), root)
+            return self._node((args[0],), with_constant(op.with_constant[0], expr.right.value), root)
         if isinstance(expr.left, Const):       # c OP x
-            inner = self._lower(expr.right, root=False)
-            return self._node((inner,), with_constant(op.with_constant[1], expr.left.value), root)
-        left = self._lower(expr.left, root=False)
-        right = self._lower(expr.right, root=False)
-        return self._node((left, right), op.name, root)
+            return self._node((args[1],), with_constant(op.with_constant[1], expr.left.value), root)
+        return self._node((args[0], args[1]), op.name, root)
 
     def _node(self, operands: tuple[Operand, ...], op: str, root: bool) -> Operand | None:
         if root:
@@ -120,15 +122,13 @@ def _letters(sizes: dict[str, int]) -> dict[str, str]:
 
 def _product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
     """(refs, constant) when `expr` is a product of references and constants."""
-    if isinstance(expr, Ref):
-        return [expr], 1.0
-    if isinstance(expr, Const):
-        return [], expr.value
-    if isinstance(expr, Binary) and expr.op == "*":
-        left, right = _product_factors(expr.left), _product_factors(expr.right)
-        if left is None or right is None:
+    refs: list[Ref] = []
+    const = 1.0
+    for node in nodes(expr):
+        if isinstance(node, Ref):
+            refs.append(node)
+        elif isinstance(node, Const):
+            const *= node.value
+        elif not (isinstance(node, Binary) and node.op == "*"):
             return None
-        return left[0] + right[0], left[1] * right[1]
-    return None
-
-
+    return refs, const

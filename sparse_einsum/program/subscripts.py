@@ -40,6 +40,9 @@ class Subscripts:
 
 def parse_subscripts(subscripts: str, n_operands: int) -> Subscripts:
     """Input terms and the output term of a NumPy einsum string (implicit output allowed)."""
+    if not isinstance(subscripts, str):
+        raise DataError(f"einsum: the subscripts must be a string such as 'ij,jk->ik', not "
+                        f"{type(subscripts).__name__}")
     text = subscripts.replace(" ", "")
     if "." in text:
         raise PlanError(f"einsum {subscripts!r}: ellipsis ('...') is not supported")
