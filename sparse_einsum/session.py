@@ -20,7 +20,8 @@ import time
 import uuid
 from math import prod
 from pathlib import Path
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, ContextManager, Iterator
 
 from .backends import open_backend
 from .backends.base import Backend
@@ -29,7 +30,7 @@ from .errors import DataError, PlanError, ProgramError
 from .executor import Execution, execute
 from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
-from .memory import available_memory, format_size
+from .memory import available_memory, format_size, gc_paused
 from .optimizer.context import OptimizerContext, default_memory_cap
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
@@ -43,25 +44,32 @@ from .sql.pretty import pretty
 from .sql.steps import TableRelation
 from .stats.tensor_stats import TensorStats, exact_stats
 
+LONG_PROGRAM = 2000        # statements from which the stages report their progress
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
 
 class Session:
     """A program bound to its inputs on one backend (or, to compile jobs, on none)."""
 
+    @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
-                 prefix: str | None = None, **backend_options):
+                 prefix: str | None = None, progress: Callable[[str], None] | None = None,
+                 **backend_options):
         start = time.perf_counter()
+        self.progress = progress       # stage lines for long programs (run() adds step lines)
         self.program = load_program(program)
         base_dir = Path(self.program.source).parent if self.program.source else None
         self.inputs = bind_inputs(self.program, data, base_dir)
         self.backend: Backend | None = None
         self._owns_backend = False
+        self._scope: ContextManager | None = None
         if backend is not None:
             self.backend, self._owns_backend = open_backend(backend, **backend_options)
+            self._scope = self.backend.scope()     # every table the session makes lives in it
+            self._scope.__enter__()
         if dialect is None and self.backend is None:
             raise PlanError("a session without a backend needs a dialect to compile for")
         self.dialect = dialect or self.backend.dialect
@@ -74,9 +82,10 @@ class Session:
         self._context: OptimizerContext | None = None
         try:
             shapes = self._import_inputs()
-            self.dag = lower(self.program, infer_bounds(self.program, shapes))
-        except BaseException:
-            self.close()
+            with self._stage(f"lowering {len(self.program.statements)} statements"):
+                self.dag = lower(self.program, infer_bounds(self.program, shapes))
+        except BaseException as exc:
+            self.close(exc)
             raise
         self.timings = {"statistics_seconds": time.perf_counter() - start,
                         "optimize_seconds": 0.0}
@@ -112,15 +121,17 @@ class Session:
         return {name: inp.value for name, inp in self.inputs.items() if isinstance(inp, ArrayInput)}
 
     # -- plans -------------------------------------------------------------------
+    @gc_paused()
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
             cap, source = self._memory_cap()
-            self._context = OptimizerContext.build(
-                self.dag, self.stats(), self.params or load_params(self.dialect.engine),
-                memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
-                stored={name: rel.axes for name, rel in self.table_inputs().items()},
-                label_names=self.label_names, cap_source=source)
+            with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
+                self._context = OptimizerContext.build(
+                    self.dag, self.stats(), self.params or load_params(self.dialect.engine),
+                    memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
+                    stored={name: rel.axes for name, rel in self.table_inputs().items()},
+                    label_names=self.label_names, cap_source=source)
         return self._context
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
@@ -135,12 +146,15 @@ class Session:
         fraction = f"1/{round(1 / share)}" if share < 1 else "all"
         return limit[0] * share, f"{fraction} of {limit[1]}"
 
+    @gc_paused()
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:
         """Up to `top` costed plans of a registered strategy, best first (the time it took,
         with building the cost model the first time, is `timings["optimize_seconds"]`)."""
         self.stats()              # first, so that its time counts as statistics
         start = time.perf_counter()
-        found = plans(self.optimizer(), strategy, top)
+        context = self.optimizer()
+        with self._stage(f"planning ({strategy})"):
+            found = plans(context, strategy, top)
         self.timings["optimize_seconds"] = time.perf_counter() - start
         return found
 
@@ -156,14 +170,29 @@ class Session:
                                     tuple(range(len(self.dag.shapes[name]))), labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
 
+    @gc_paused()
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
                 relational_outputs: bool = False) -> CompiledPlan:
-        return compile_plan(self.dag, self.plan(plan), self.dialect, prefix=self.prefix,
-                            stored=self.table_inputs(), temporary=temporary,
-                            relational_outputs=relational_outputs)
+        chosen = self.plan(plan)
+        with self._stage(f"compiling {len(self.dag.vertices)} vertices"):
+            return compile_plan(self.dag, chosen, self.dialect, prefix=self.prefix,
+                                stored=self.table_inputs(), temporary=temporary,
+                                relational_outputs=relational_outputs)
+
+    @contextmanager
+    def _stage(self, what: str) -> Iterator[None]:
+        """Say when a stage of a long program starts and how long it took."""
+        start = time.perf_counter()
+        report = self.progress if len(self.program.statements) >= LONG_PROGRAM else None
+        if report:
+            report(f"{what} ...")
+        yield
+        if report:
+            report(f"{what}: {time.perf_counter() - start:.1f} s")
 
     def run(self, plan: str | PlanSpec | Plan = "optimal", *,
             progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
+        progress = progress or self.progress
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
         self.check_output_memory()
@@ -198,20 +227,29 @@ class Session:
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements)
 
-    def close(self) -> None:
-        if self.backend is not None:
+    def close(self, error: BaseException | None = None) -> None:
+        if self.backend is None:
+            return
+        try:
             for rel in self.stored.values():
                 self.backend.drop(rel)
             self.stored = {}
-            if self._owns_backend:
-                self.backend.close()
-                self._owns_backend = False
+        finally:
+            scope, self._scope = self._scope, None
+            try:
+                if scope is not None:
+                    scope.__exit__(type(error) if error else None, error,
+                                   error.__traceback__ if error else None)
+            finally:
+                if self._owns_backend:
+                    self.backend.close()
+                    self._owns_backend = False
 
     def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        self.close(error)
 
 
 def _declared_shape(inp: SourceInput) -> tuple[int, ...]:

@@ -2,6 +2,7 @@
 arrow UDFs, runs the compiled statements and fetches results."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,6 +24,10 @@ from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
+# database files this package creates are readable by DuckDB from this version on (the
+# duckdb shell on PyPI, duckdb-cli, is at 1.5 while the Python package is at 2.0)
+STORAGE_VERSION = "v1.5.0"
+_SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
 _PERCENT = re.compile(r"^\s*[0-9]+(\.[0-9]*)?\s*%\s*$")
 
 
@@ -62,9 +67,12 @@ def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
 
 def connect(database: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection to a DuckDB database file (or ``:memory:``); a file another process
-    holds, or one in a missing directory, is a one-line BackendError."""
+    holds, or one in a missing directory, is a one-line BackendError. A file it creates
+    is written in STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
+    new_file = database != ":memory:" and not Path(database).exists()
+    config = {"storage_compatibility_version": STORAGE_VERSION} if new_file else {}
     try:
-        return duckdb.connect(database, read_only=read_only)
+        return duckdb.connect(database, read_only=read_only, config=config)
     except duckdb.Error as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         holder = re.search(r"Conflicting lock is held in (.*) \(PID (\d+)\)", message)
@@ -76,6 +84,16 @@ def connect(database: str, read_only: bool = False) -> duckdb.DuckDBPyConnection
         else:
             why = message
         raise BackendError(f"cannot open DuckDB database {database}: {why}") from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:                 # exists, owned by someone else
+        return True
+    return True
 
 
 class DuckDBBackend(Backend):
@@ -110,6 +128,14 @@ class DuckDBBackend(Backend):
             raise
         self.dialect = DuckDBDialect()
 
+    def leftover_files(self) -> list[Path]:
+        """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
+        directory = Path(self.query("SELECT current_setting('temp_directory')")[0][0] or ".tmp")
+        if not directory.is_dir():
+            return []
+        return [path for path in sorted(directory.iterdir())
+                if (m := _SPILL_FILE.match(path.name)) and not _alive(int(m.group(1)))]
+
     def memory_limit(self) -> tuple[int, str] | None:
         text = self.query("SELECT current_setting('memory_limit')")[0][0]
         size = parse_size(str(text).replace(" ", ""))
@@ -129,7 +155,7 @@ class DuckDBBackend(Backend):
         view = f"{rel.table}_arrow"
         self.con.register(view, pa.table(columns))
         try:
-            self.con.execute(f'CREATE TABLE "{rel.table}" AS SELECT * FROM "{view}"')
+            self.con.execute(self.dialect.create(rel.table, f'SELECT * FROM "{view}"'))
         finally:
             self.con.unregister(view)
 

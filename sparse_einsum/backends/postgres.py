@@ -39,6 +39,14 @@ class PostgresBackend(Backend):
             pass
         self.dialect = PostgresDialect()
 
+    def scope(self):
+        return self.conn.transaction()
+
+    def drop(self, rel: TableRelation) -> None:
+        from psycopg import pq
+        if self.conn.info.transaction_status != pq.TransactionStatus.INERROR:
+            super().drop(rel)    # else the failed transaction's rollback removes it
+
     def memory_limit(self) -> tuple[int, str] | None:
         text, size = self.query("SELECT current_setting('work_mem'), "
                                 "pg_size_bytes(current_setting('work_mem'))")[0]
@@ -52,7 +60,7 @@ class PostgresBackend(Backend):
         q = self.dialect.q
         keys = [f"{q(c)} bigint" for c in rel.columns]
         value = "val float8" if rel.is_scalar else "val float8[]"
-        self.conn.execute(f"CREATE UNLOGGED TABLE {q(rel.table)} ({', '.join(keys + [value])})")
+        self.conn.execute(f"CREATE {self.dialect.table_kind} {q(rel.table)} ({', '.join(keys + [value])})")
         if len(blocks) == 0:
             return
         values = np.asarray(blocks.values, dtype=np.float64)

@@ -22,6 +22,7 @@ from .search import brute_force, dynamic_programming, greedy
 
 StrategyFn = Callable[[OptimizerContext, "str | None", int], list[Plan]]
 BRUTE_LIMIT = 5_000        # combinations the brute-force strategy enumerates at most
+MAX_TOP = 100              # most plans one call ranks (the DP's work grows with its square)
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ def usages() -> str:
 
 def plans(ctx: OptimizerContext, spec: str | PlanSpec, top: int = 1) -> list[Plan]:
     """Up to `top` costed plans of the strategy `spec` names, best first."""
-    if not isinstance(top, int) or top < 1:
-        raise PlanError(f"top must be a positive integer, not {top!r}")
+    if not isinstance(top, int) or isinstance(top, bool) or not 1 <= top <= MAX_TOP:
+        raise PlanError(f"top must be an integer from 1 to {MAX_TOP}, not {top!r}")
     parsed = spec if isinstance(spec, PlanSpec) else PlanSpec.parse(spec)
     return STRATEGIES[parsed.strategy].fn(ctx, parsed.argument, top)
 

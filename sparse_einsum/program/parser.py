@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from sparse_einsum.errors import ProgramError
+from sparse_einsum.memory import gc_paused
 from sparse_einsum.program.model import (
     AGGREGATES, UNARY_FUNCTIONS, Binary, Const, Expr, InputDecl, Program, Ref, Statement,
     TableSource, Unary,
@@ -313,6 +314,7 @@ def _precedence(entry: tuple[str, Token]) -> int:
     return _PREFIX_PRECEDENCE if kind == "neg" else _BINARY_PRECEDENCE[tok.text]
 
 
+@gc_paused()
 def parse_program(text: str, source: str | None = None, *, validate: bool = True) -> Program:
     """Parse ``.se`` text; with `validate` (the default) also run `validate_program`."""
     program = Program(source=source)
