@@ -213,3 +213,15 @@ def test_long_program_files_report_progress(tmp_path):
          "-o", str(tmp_path / "job.sql")], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr
     assert "parsing" in result.stderr and "parsed 2500 statements" in result.stderr
+
+
+def test_readme_python_snippets_run_as_written(tmp_path, monkeypatch):
+    """The README's Python blocks, in order, in one namespace (as a reader pastes them)."""
+    text = (REPO / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert len(blocks) >= 3
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["Y"].shape == (1000, 64) and set(namespace["out"]) == {"Y"}
