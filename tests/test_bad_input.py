@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -148,18 +149,23 @@ def test_outputs_that_cannot_fit_are_refused_before_any_work(duck):
 
 
 def test_memory_cap_follows_the_engine_memory_limit(tmp_path):
-    """A plan that fits the engine: 1/8 of DuckDB's memory_limit per tuple and kernel call."""
+    """A plan that fits the engine: half of DuckDB's memory_limit per tuple and kernel call.
+    Under a 16MB limit the plan chosen without it runs out of memory; the tied one runs."""
     rng = np.random.default_rng(0)
     a = sp.random(200, 200, density=0.02, format="csr", random_state=1)
     h = rng.random((200, 5000))
     program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]"
     with Session(program, {"A": a, "H": h}) as free:
         wide = free.plan("optimal")
-    with Session(program, {"A": a, "H": h}, memory_limit="64MB",
-                 temp_directory=str(tmp_path)) as tight:
+    limits = {"memory_limit": "16MB", "temp_directory": str(tmp_path)}
+    with Session(program, {"A": a, "H": h}, memory_cap=256e6, **limits) as untied:
+        assert untied.plan("optimal").promoted == wide.promoted
+        with pytest.raises(duckdb.OutOfMemoryException):
+            untied.run(wide)
+    with Session(program, {"A": a, "H": h}, **limits) as tight:
         ctx = tight.optimizer()
-        assert ctx.model.cap == pytest.approx(64e6 / 8, rel=0.01)
-        assert ctx.cap_source == "1/8 of DuckDB's memory_limit 61.0 MiB"
+        assert ctx.model.cap == pytest.approx(16e6 / 2, rel=0.01)
+        assert ctx.cap_source == "1/2 of DuckDB's memory_limit 15.2 MiB"
         plan = tight.plan("optimal")
         assert plan.promoted != wide.promoted
         assert all(ctx.model.fits(v, plan.promoted[v.name]) for v in ctx.dag.vertices)

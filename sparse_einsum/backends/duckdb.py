@@ -102,7 +102,7 @@ class DuckDBBackend(Backend):
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
-    memory_share = 1 / 8     # threads run several kernel calls at once; joins need the rest
+    memory_share = 1 / 2     # one tuple or kernel call: at most half, the rest for the operators
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
