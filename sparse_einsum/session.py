@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import contextmanager
 from math import prod
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Callable, ContextManager, Iterator
 
 from .backends import open_backend

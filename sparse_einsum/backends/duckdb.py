@@ -28,7 +28,6 @@ _LIST = sqltypes.DuckDBPyType(list[float])
 # duckdb shell on PyPI, duckdb-cli, is at 1.5 while the Python package is at 2.0)
 STORAGE_VERSION = "v1.5.0"
 _SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
-_PERCENT = re.compile(r"^\s*[0-9]+(\.[0-9]*)?\s*%\s*$")
 
 
 def _literal(text: str) -> str:
@@ -114,13 +113,14 @@ class DuckDBBackend(Backend):
             self.con = connection.cursor()
         try:
             self.con.execute("SET enable_progress_bar = false")
-            if memory_limit:
-                if parse_size(memory_limit) is None and not _PERCENT.match(str(memory_limit)):
-                    raise BackendError(f"memory limit {memory_limit!r} is not a size such as "
-                                       "2GB, 512MiB or 50%")
-                self.con.execute(f"SET memory_limit = {_literal(memory_limit)}")
-            if temp_directory:
-                self.con.execute(f"SET temp_directory = {_literal(temp_directory)}")
+            for setting, value, what in (
+                    ("memory_limit", memory_limit, "is not a size such as 2GB, 512MiB or 50%"),
+                    ("temp_directory", temp_directory, "cannot be used")):
+                if value:
+                    try:
+                        self.con.execute(f"SET {setting} = {_literal(value)}")
+                    except duckdb.Error:
+                        raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
                 self.con.execute(f"SET threads = {int(threads)}")
         except BaseException:
