@@ -65,7 +65,7 @@ class OptimizerContext:
         """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
         kernel, from the plan's cost items (an input load counts for the first statement
         that reads it that way)."""
-        items = dict(self.space.cost(plan.promoted).costs)
+        items = self.space.items(plan.promoted)
         repartitions: dict[str, float] = {}
         for item, cost in items.items():
             if isinstance(item, RepartitionItem):
