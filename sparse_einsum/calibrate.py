@@ -9,6 +9,7 @@ plus the relational and the dense plan), with loads and the kernel part subtract
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import replace
@@ -22,6 +23,7 @@ from scipy.optimize import nnls
 from .backends import open_backend
 from .blocks import decompose
 from .cost import CostModel, CostParams, load_params, save_params
+from .errors import SparseEinsumError
 from .optimizer.context import OptimizerContext
 from .optimizer.search import SearchSpace
 from .optimizer.strategies import candidate_plans
@@ -150,6 +152,8 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
               scale: float = 1.0, repeats: int = 3) -> dict:
     """Measure, fit, store in the user's config file (or `path`); returns the constants,
     where they were stored and, per timed plan, measured against predicted seconds."""
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise SparseEinsumError(f"scale must be a positive finite number, not {scale!r}")
     rng = np.random.default_rng(0)
     db, _ = open_backend(backend, dsn=dsn)
     features, seconds, kernel_part, names = [], [], [], []

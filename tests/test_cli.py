@@ -17,7 +17,7 @@ from sparse_einsum.cli import main
 from sparse_einsum.cost import CostParams, load_params
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-SUBCOMMANDS = ["run", "explain", "compile", "calibrate", "install-kernels", "example"]
+SUBCOMMANDS = ["run", "explain", "compile", "calibrate", "install-kernels", "cleanup", "example"]
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sqlglot
 
@@ -21,7 +20,7 @@ from test_programs import PROGRAMS
 PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 # The pipeline's stages in order; a module may import its own stage and earlier ones.
 STAGES = [
-    ["errors"],
+    ["errors", "memory"],
     ["program"],
     ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],

@@ -20,7 +20,7 @@ class Dialect:
     engine: ClassVar[str] = "generic"              # the backend whose cost constants apply
     sqlglot: ClassVar[str] = ""                   # sqlglot's name of the dialect
     param: ClassVar[str] = "?"                    # bound-parameter marker of the driver
-    table_kind: ClassVar[str] = "TABLE"           # how intermediates are created
+    table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
     zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"

@@ -88,6 +88,9 @@ class DuckDBDialect(_DuckDBSQL):
     """The embedded backend's SQL: NumPy kernels as arrow UDFs."""
     name = "duckdb"
     broadcast_constants = True
+    # connection-scoped: a killed process leaves nothing in the database file (they spill
+    # to the temp_directory under memory_limit like any table)
+    table_kind = "TEMP TABLE"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
                constant: tuple[int, TableRelation] | None = None,

@@ -19,7 +19,7 @@ def _text(spec: KernelSpec | GatherSpec) -> str:
 class PostgresDialect(Dialect):
     name = engine = sqlglot = "postgres"
     param = "%s"
-    table_kind = "UNLOGGED TABLE"
+    table_kind = "UNLOGGED TABLE"     # inside the session's transaction (Backend.scope)
     int_division = "({a} / {b})"
     range_sql = "generate_series(0, {last}) AS r_{col}({col})"
     zero_sql = "CAST(0 AS float8)"
