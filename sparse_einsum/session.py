@@ -35,9 +35,11 @@ from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
 from .memory import available_memory, format_size, gc_paused
 from .optimizer.context import OptimizerContext, default_memory_cap
+from .optimizer.order import SparsePaths
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
-from .program.lower import lower
+from .program.dag import Dag, Operand
+from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
@@ -88,16 +90,35 @@ class Session:
         self.stored: dict[str, TableRelation] = {}     # relational inputs imported
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
+        self._paths: SparsePaths | None = None
         self._compiled = 0
+        self.timings = {"statistics_seconds": 0.0, "optimize_seconds": 0.0,
+                        "order_seconds": 0.0}
         try:
             shapes = self._import_inputs()
             with self._stage(f"lowering {len(self.program.statements)} statements"):
-                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
+                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes),
+                                 self._choose_path)
         except BaseException as exc:
             self.close(exc)
             raise
-        self.timings = {"statistics_seconds": time.perf_counter() - start,
-                        "optimize_seconds": 0.0}
+        self.timings["statistics_seconds"] += (time.perf_counter() - start
+                                               - self.timings["order_seconds"])
+
+    def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
+                     const: float) -> ContractionPath:
+        """The contraction path of a product of three or more tensors, chosen by the cost
+        model with the inputs' statistics (its time is `timings["order_seconds"]`)."""
+        if self._paths is None:
+            stored = {name: rel.tiling for name, rel in self.stored.items()}
+            if self.inputs_in_tables:
+                stored = {name: (1,) * len(labels) for name, labels in dag.inputs.items()}
+            self._paths = SparsePaths(self.stats(), self._params(), self._model_options(),
+                                      stored)
+        start = time.perf_counter()
+        path = self._paths(dag, operands, target, const)
+        self.timings["order_seconds"] += time.perf_counter() - start
+        return path
 
     # -- inputs and statistics -------------------------------------------------
     def _import_inputs(self) -> dict[str, tuple[int, ...]]:
@@ -124,7 +145,7 @@ class Session:
             if name not in self._input_stats:
                 self._input_stats[name] = exact_stats(inp.value)
         self.timings["statistics_seconds"] += time.perf_counter() - start
-        return {name: self._input_stats[name] for name in self.dag.inputs}
+        return {name: self._input_stats[name] for name in self.values.program.inputs}
 
     @cached_property
     def exact_integers(self) -> bool:
@@ -139,16 +160,23 @@ class Session:
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
-            cap, source = self._memory_cap()
             with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
                 self._context = OptimizerContext.build(
-                    self.dag, self.stats(), self.params or load_params(self.dialect.engine),
-                    memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
+                    self.dag, self.stats(), self._params(), **self._model_options(),
                     scalars_only=self.exact_integers,
-                    sparse_payloads=self.dialect.sparse_payloads,
                     stored={name: rel.tiling for name, rel in self.table_inputs().items()},
-                    label_names=self.label_names, cap_source=source)
+                    label_names=self.label_names)
         return self._context
+
+    def _params(self) -> CostParams:
+        return self.params or load_params(self.dialect.engine)
+
+    def _model_options(self) -> dict:
+        """The cost model's limits: memory cap (and where it comes from), payload sizes."""
+        cap, source = self._memory_cap()
+        return {"memory_cap": cap, "cap_source": source,
+                "max_payload_values": self.dialect.max_payload_values,
+                "sparse_payloads": self.dialect.sparse_payloads}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default

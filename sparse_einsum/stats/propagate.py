@@ -155,17 +155,21 @@ def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, Tensor
     """Statistics of every tensor of the DAG: exact for inputs, estimated after."""
     stats = dict(input_stats)
     for v in dag.vertices:
-        ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
-        bounds = dag.label_sizes(v)
-        values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
-        if not v.annihilates and not v.is_binary and not v.agg_labels:
-            stats[v.name] = dense_stats(dag.shapes[v.name], **values)
-            continue
-        join = relational_join(v, ops)
-        out = replace(output_stats(v, join, bounds), **values)
-        if len(v.labels) <= 6:
-            sup = support(v, ops, join, bounds)
-            full = sup[frozenset(range(len(v.labels)))]
-            out = replace(out, nnz=min(out.nnz, full), support=sup)
-        stats[v.name] = out
+        stats[v.name] = vertex_stats(dag, v, stats)
     return stats
+
+
+def vertex_stats(dag: Dag, v: Vertex, stats: Mapping[str, TensorStats]) -> TensorStats:
+    """Estimated statistics of a vertex's output from its operands' (in `stats`)."""
+    ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
+    bounds = dag.label_sizes(v)
+    values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
+    if not v.annihilates and not v.is_binary and not v.agg_labels:
+        return dense_stats(dag.shapes[v.name], **values)
+    join = relational_join(v, ops)
+    out = replace(output_stats(v, join, bounds), **values)
+    if len(v.labels) <= 6:
+        sup = support(v, ops, join, bounds)
+        full = sup[frozenset(range(len(v.labels)))]
+        out = replace(out, nnz=min(out.nnz, full), support=sup)
+    return out
