@@ -166,3 +166,24 @@ def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarra
     order = [x for a in range(len(grid)) for x in (a, len(grid) + a)]
     padded = tiles.transpose(order).reshape([r * b for r, b in grid])
     return padded[tuple(slice(0, n) for n in shape)].copy()
+
+
+def compose_sparse(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> sp.sparray:
+    """The tensor `blocks` stand for as a scipy.sparse array, its non-zeros only (never
+    densified): CSR for a matrix, COO for any other number of axes."""
+    grid = _grid(shape, tiling)
+    if blocks.bounds is None:
+        payload = blocks.values.reshape(len(blocks), prod(b for _, b in grid))
+        tuples, offsets = np.nonzero(payload)
+        values = payload[tuples, offsets]
+    else:
+        tuples, offsets, values = entries(blocks.values, blocks.bounds)
+        kept = values != 0
+        tuples, offsets, values = tuples[kept], offsets[kept], values[kept]
+    within = np.unravel_index(offsets, [b for _, b in grid]) if grid else ()
+    keys = dict(zip(keyed_axes(tiling, shape), blocks.keys))
+    coords = tuple(keys[a][tuples] * b + within[a] if a in keys else within[a].astype(np.int64)
+                   for a, (_, b) in enumerate(grid))
+    if len(shape) == 2:
+        return sp.csr_array((values, coords), shape=shape)
+    return sp.coo_array((values, coords), shape=shape)

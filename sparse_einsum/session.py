@@ -51,12 +51,19 @@ from .stats.propagate import propagate
 from .stats.tensor_stats import TensorStats, exact_stats
 from .values import MAX_EXACT, plan_values
 
+PATHS = ("cost", "opt_einsum")           # contraction orders of n-ary products (see lower)
+FORMATS = ("dense", "sparse", "auto")     # how run() returns outputs
+AUTO_SPARSE = 0.1          # format "auto": outputs estimated under this fraction full are sparse
 LONG_PROGRAM = 2000        # statements from which the stages report their progress
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
 
 class Session:
-    """A program bound to its inputs on one backend (or, to compile jobs, on none)."""
+    """A program bound to its inputs on one backend (or, to compile jobs, on none).
+
+    Products of three or more tensors are contracted along the path the cost model
+    prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`) or
+    along opt_einsum's dense path (`paths="opt_einsum"`)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
@@ -64,7 +71,7 @@ class Session:
                  params: CostParams | None = None, memory_cap: float | None = None,
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
-                 progress: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None, paths: str = "cost",
                  **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
@@ -97,8 +104,10 @@ class Session:
         try:
             shapes = self._import_inputs()
             with self._stage(f"lowering {len(self.program.statements)} statements"):
+                if paths not in PATHS:
+                    raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
                 self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes),
-                                 self._choose_path)
+                                 self._choose_path if paths == "cost" else None)
         except BaseException as exc:
             self.close(exc)
             raise
@@ -247,23 +256,46 @@ class Session:
             report(f"{what}: {time.perf_counter() - start:.1f} s")
 
     def run(self, plan: str | PlanSpec | Plan = "optimal", *,
-            progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
-        """Run a plan; the outputs have NumPy's dtypes (complex parts joined)."""
+            progress: Callable[[str], None] | None = None, count_tuples: bool = False,
+            format: str = "dense") -> Execution:
+        """Run a plan; the outputs have NumPy's dtypes (complex parts joined). `format`:
+        "dense" (NumPy arrays), "sparse" (scipy.sparse arrays: CSR for matrices, COO for
+        other ranks; scalars stay scalars) or "auto" (sparse for the outputs estimated
+        under AUTO_SPARSE full)."""
         progress = progress or self.progress
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
-        self.check_output_memory()
+        sparse = frozenset(part for name in self.sparse_outputs(format)
+                           for part in self.values.parts[name] if part)
+        self.check_output_memory(sparse)
         chosen = self.plan(plan)
         result = execute(self.compile(chosen), self.values.arrays(self.exact_integers),
-                         self.backend, count_tuples=count_tuples, progress=progress)
+                         self.backend, count_tuples=count_tuples, progress=progress,
+                         sparse=sparse)
         result.outputs = self.values.finish(result.outputs)
         result.plan = chosen
         return result
 
-    def check_output_memory(self) -> None:
-        """Outputs come back as dense NumPy arrays: refuse, before any work, when they
-        would not fit in the memory available now."""
-        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs}
+    def sparse_outputs(self, format: str = "dense") -> frozenset[str]:
+        """The outputs that come back as scipy.sparse arrays under `format`."""
+        if format not in FORMATS:
+            raise PlanError(f"format {format!r}: use one of {', '.join(FORMATS)}")
+        shapes = {name: self.dag.shapes[self.values.parts[name][0]]
+                  for name in self.program.outputs}
+        outputs = [name for name, shape in shapes.items() if shape]
+        if format == "auto":
+            stats = self.optimizer().stats
+            return frozenset(name for name in outputs if max(
+                stats[part].nnz for part in self.values.parts[name] if part)
+                < AUTO_SPARSE * prod(shapes[name]))
+        return frozenset(outputs if format == "sparse" else ())
+
+    def check_output_memory(self, sparse: frozenset[str] = frozenset()) -> None:
+        """Dense outputs come back as NumPy arrays: refuse, before any work, when they
+        would not fit in the memory available now (the tensors in `sparse`, coming back
+        sparse, are not checked: their size is an estimate)."""
+        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs
+                if name not in sparse}
         available = available_memory()
         if sum(need.values()) > available:
             name = max(need, key=need.get)
@@ -272,7 +304,8 @@ class Session:
                             + (f" ({format_size(sum(need.values()))} for all outputs)"
                                if len(need) > 1 else "")
                             + f", more than the {format_size(available)} of memory available; "
-                            "check the declared bounds and the keys of the inputs")
+                            "check the declared bounds and the keys of the inputs, or ask "
+                            "for format='sparse'")
 
     def explain(self, top: int = 3, analyze: bool = False, sql: bool = False) -> dict:
         """The `top` best plans with UCLC, schemas and estimated costs; with `analyze`, each
