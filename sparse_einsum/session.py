@@ -151,8 +151,11 @@ class Session:
         (uniform, ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
         for name, inp in self.inputs.items():
-            if name not in self._input_stats:
-                self._input_stats[name] = exact_stats(inp.value)
+            if name not in self._input_stats:       # one data object given twice: counted once
+                same = next((self._input_stats[n] for n, other in self.inputs.items()
+                             if n in self._input_stats and isinstance(other, ArrayInput)
+                             and other.value is inp.value), None)
+                self._input_stats[name] = same or exact_stats(inp.value)
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}
 
