@@ -4,11 +4,14 @@ The paper leaves the order to opt_einsum, which sees only shapes: for SDDMM,
 ``OUT[i,j] = sum_k X[i,k] M[i,j] Y[j,k]``, its path multiplies X and Y first (a dense
 i x j product, masked afterwards). Here a product of three or more tensors is lowered
 along the path whose best plan the cost model prices lowest: every contraction tree for
-up to ENUMERATE operands; beyond, opt_einsum's path and a sparse greedy one (at each
-step the pair whose relational join and output are estimated smallest). Each path is
-priced by the DP over decompositions of the product's own vertices, its operands taken
-as inputs with their statistics (exact, or propagated from earlier statements), so the
-order and the decompositions are chosen together (min over paths of min over plans).
+up to ENUMERATE operands (the PRICED ones of least estimated work: relational join plus
+output tuples over the path's vertices), and opt_einsum's path; beyond, opt_einsum's
+path and a sparse greedy one (at each step the pair of least estimated work). Each is
+priced by the DP over decompositions of the product's own vertices (each label promoted
+or demoted: the paper's space; tiles are chosen afterwards, for the whole program), its
+operands taken as inputs with their statistics (exact, or propagated from earlier
+statements), so order and decompositions are chosen together (min over paths of min
+over plans).
 A product of dense tensors (DENSE) keeps opt_einsum's path, which minimises the flops.
 """
 from __future__ import annotations
@@ -26,10 +29,12 @@ from ..stats.propagate import operand_stats, relational_join, vertex_stats
 from ..stats.tensor_stats import TensorStats
 from ..tiling import Tiling
 from .context import OptimizerContext
-from .search import dynamic_programming
+from .search import SearchSpace, dynamic_programming
 
-# products of up to this many tensors try every contraction tree (3 for three, 15 for four)
+# products of up to this many tensors rank every contraction tree (3 for three, 15 for
+# four) by estimated work; the PRICED least and opt_einsum's path are priced by the DP
 ENUMERATE = 4
+PRICED = 4
 # tensors at least this full count as dense: a product of dense tensors keeps opt_einsum's path
 DENSE = 0.5
 
@@ -55,13 +60,17 @@ class SparsePaths:
         self._catch_up(dag)
         if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
             return dense_path(dag, operands, target)     # nothing sparse: opt_einsum's path
+        dense = dense_path(dag, operands, target)
         if len(operands) <= ENUMERATE:
-            candidates = list(all_paths(len(operands)))
+            trees = sorted(all_paths(len(operands)),
+                           key=lambda path: self.work(dag, operands, path, target))
+            candidates = [dense] + trees[:PRICED]
         else:
-            candidates = [dense_path(dag, operands, target), self.greedy_path(dag, operands, target)]
-        if len(candidates) == 1:
-            return candidates[0]
-        return min(candidates, key=lambda path: self.price(dag, operands, path, target, const))
+            candidates = [dense, self.greedy_path(dag, operands, target)]
+        unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
+        if len(unique) == 1:
+            return unique[0]
+        return min(unique, key=lambda path: self.price(dag, operands, path, target, const))
 
     def _catch_up(self, dag: Dag) -> None:
         """Statistics of the vertices lowered since the last call."""
@@ -81,20 +90,33 @@ class SparsePaths:
             product.add(v, tuple(sizes[l] for l in v.labels))
         return product
 
-    def price(self, dag: Dag, operands: list[Operand], path: ContractionPath, target: tuple[str, ...],
-              const: float = 1.0) -> float:
-        """Cost of the best plan of the product along `path` (inf when none fits)."""
+    def price(self, dag: Dag, operands: list[Operand], path: ContractionPath,
+              target: tuple[str, ...], const: float = 1.0) -> float:
+        """Cost of the best plan of the product along `path` (inf when none fits), over
+        promotions and demotions (tiles are left to the plan of the whole program)."""
         product = self.product_dag(dag, operands, path, target, const)
         ctx = OptimizerContext.build(
             product, {t: self.stats[t] for t in product.inputs}, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
             **self.options)
-        found = dynamic_programming(ctx.space, 1)
+        found = dynamic_programming(SearchSpace(product, ctx.model, ctx.stored, tiled=False), 1)
         return found[0].total if found else math.inf
 
-    def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...]) -> ContractionPath:
-        """At each step, contract the pair whose relational join plus output is estimated
-        smallest (opt_einsum's greedy, with estimated non-zeros instead of dense sizes)."""
+    def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,
+             target: tuple[str, ...]) -> float:
+        """Estimated relational join plus output tuples, summed over the path's vertices."""
+        product = self.product_dag(dag, operands, path, target, 1.0)
+        stats = {t: self.stats[t] for t in product.inputs}
+        total = 0.0
+        for v in product.vertices:
+            stats[v.name] = vertex_stats(product, v, stats)
+            total += _work(v, stats)
+        return total
+
+    def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...]
+                    ) -> ContractionPath:
+        """At each step, contract the pair of least estimated work (opt_einsum's greedy,
+        with estimated non-zeros instead of dense sizes)."""
         tensors = dict.fromkeys(o.tensor for o in operands)
         scratch = Dag({t: dag.labels_of(t) for t in tensors},
                       {t: dag.shapes[t] for t in tensors}, [])
@@ -105,30 +127,26 @@ class SparsePaths:
             best = None
             for i, j in itertools.combinations(range(len(current)), 2):
                 rest = [o for k, o in enumerate(current) if k not in (i, j)]
-                left, right = current[i], current[j]
-                if len(current) == 2:
-                    labels = target
-                else:
-                    needed = set(target).union(*(o.labels for o in rest))
-                    labels = tuple(l for l in dict.fromkeys(left.labels + right.labels)
-                                   if l in needed)
-                pair = Operand(f"~{step}.{i}.{j}", labels)
-                v = _pair_vertex(pair, left, right)
+                needed = set(target).union(*(o.labels for o in rest))
+                labels = target if not rest else tuple(
+                    l for l in dict.fromkeys(current[i].labels + current[j].labels)
+                    if l in needed)
+                v = Vertex(f"~{step}.{i}.{j}", labels, "mul", "sum", (current[i], current[j]))
                 scratch.add(v, tuple(sizes[l] for l in labels))
-                out = vertex_stats(scratch, v, stats)
-                join = relational_join(v, [operand_stats(stats[o.tensor], o)
-                                           for o in v.operands]).tuples
-                if best is None or join + out.nnz < best[0]:
-                    best = (join + out.nnz, (i, j), pair, out)
-            _, (i, j), pair, out = best
-            stats[pair.tensor] = out
-            current = [o for k, o in enumerate(current) if k not in (i, j)] + [pair]
+                stats[v.name] = vertex_stats(scratch, v, stats)
+                if best is None or _work(v, stats) < best[0]:
+                    best = (_work(v, stats), (i, j), v)
+            _, (i, j), v = best
+            current = [o for k, o in enumerate(current) if k not in (i, j)] + [
+                Operand(v.name, v.labels)]
             path.append((i, j))
         return path
 
 
-def _pair_vertex(out: Operand, left: Operand, right: Operand) -> Vertex:
-    return Vertex(out.tensor, out.labels, "mul", "sum", (left, right))
+def _work(v: Vertex, stats: dict[str, TensorStats]) -> float:
+    """A product vertex's relational join plus output tuples, estimated."""
+    ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
+    return relational_join(v, ops).tuples + stats[v.name].nnz
 
 
 def all_paths(n: int) -> Iterator[ContractionPath]:
@@ -143,7 +161,18 @@ def all_paths(n: int) -> Iterator[ContractionPath]:
                 yield list(path)
             return
         for i, j in itertools.combinations(range(len(items)), 2):
-            rest = [x for k, x in enumerate(items) if k not in (i, j)]
-            yield from walk(rest + [frozenset((items[i], items[j]))], path + [(i, j)])
+            yield from walk(_merge(items, i, j), path + [(i, j)])
 
     yield from walk(list(range(n)), [])
+
+
+def tree_of(path: ContractionPath) -> frozenset:
+    """The contraction tree a path builds (nested frozensets of operand positions)."""
+    items: list = list(range(len(path) + 1))
+    for i, j in path:
+        items = _merge(items, i, j)
+    return items[0]
+
+
+def _merge(items: list, i: int, j: int) -> list:
+    return [x for k, x in enumerate(items) if k not in (i, j)] + [frozenset((items[i], items[j]))]
