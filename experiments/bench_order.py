@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     graph = make_graph(args.dataset)
     print(f"{args.dataset}: {graph.num_nodes:,} nodes, {graph.num_edges:,} non-zeros; "
           f"features {args.width} wide; {args.backend}; median of {args.repeats} runs")
-    print(f"{'product':<26} {'order':<9} {'plan s':>7} {'run s':>8} {'est. cost':>10}  "
+    print(f"{'product':<26} {'order':<10} {'plan s':>6} {'run s':>8} {'est. cost':>10}  "
           "vs opt_einsum")
     for subscripts, letters in PRODUCTS:
         ops = _operands(letters, graph, args.width, rng)
@@ -75,19 +75,23 @@ def main(argv: list[str] | None = None) -> None:
                 times[paths].append(time.perf_counter() - start)
                 np.testing.assert_allclose(out, expected, rtol=1e-7, atol=1e-7)
         med = {paths: statistics.median(t) for paths, t in times.items()}
+        same = len({plans[p].describe(s.dag)
+                    for p, s in sessions.items()}) == 1
         for paths, session in sessions.items():
             ratio = med[paths] / med["opt_einsum"]
-            print(f"{subscripts + ' ' + letters:<26} {paths:<9} {_plan_seconds(session):7.3f} "
-                  f"{med[paths]:8.3f} {plans[paths].cost:10.4g}  {ratio:.2f}x")
+            print(f"{subscripts + ' ' + letters:<26} {paths:<10} {_plan_seconds(session):6.3f} "
+                  f"{med[paths]:8.3f} {plans[paths].cost:10.4g}  {ratio:.2f}x"
+                  + ("  (the same plan)" if same and paths == "cost" else ""))
             session.close()
 
     subscripts, letters = TEN
     ops = _operands(letters, graph, args.width, rng)
+    start, cpu = time.perf_counter(), time.process_time()
     with einsum_session(subscripts, *ops, backend=None, dialect=_dialect(args.backend)) as s:
-        start = time.perf_counter()
+        order = s.timings["order_seconds"]
         s.plan("optimal")
-        print(f"10 tensors {subscripts} ({letters}): order {s.timings['order_seconds']:.3f} s, "
-              f"plan {time.perf_counter() - start:.3f} s")
+        print(f"10 tensors {subscripts} ({letters}): order {order:.3f} s, session and plan "
+              f"{time.perf_counter() - start:.3f} s wall, {time.process_time() - cpu:.3f} s CPU")
 
 
 def _dialect(backend: str):

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from experiments.datasets import make_graph
+from sparse_einsum import Session
 from sparse_einsum.api import einsum_session
 from sparse_einsum.sql.duckdb import DuckDBDialect
 from sparse_einsum.stats.propagate import operand_stats, relational_join
@@ -68,3 +69,28 @@ def test_uniform_data_keeps_the_uniform_estimate():
         ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
         uniform = ops[0].nnz * ops[1].nnz / max(ops[0].distinct["j"], ops[1].distinct["j"])
         assert relational_join(v, ops).tuples == pytest.approx(uniform, rel=0.05)
+
+
+def test_degrees_of_tables_by_sql(backend):
+    """A table's degrees by SQL equal the array's (duplicate keys summed, zeros dropped)."""
+    a = sp.random(30, 30, density=0.1, random_state=np.random.default_rng(11), format="coo")
+    rows = np.r_[a.row, a.row[:3], [4]]
+    cols = np.r_[a.col, a.col[:3], [5]]
+    vals = np.r_[a.data, a.data[:3], [0.0]]
+    backend.execute("DROP TABLE IF EXISTS se_degrees")
+    backend.execute("CREATE TABLE se_degrees (i BIGINT, j BIGINT, v DOUBLE PRECISION)")
+    backend.execute("INSERT INTO se_degrees VALUES " + ", ".join(
+        f"({int(r)}, {int(c)}, {float(v)!r})" for r, c, v in zip(rows, cols, vals)))
+    dense = np.zeros((30, 30))
+    np.add.at(dense, (rows, cols), vals)
+    try:
+        program = ("input A[i:30,j:30] from se_degrees(i, j, v)\nB[i,k] = A[i,j] * A[j,k]\n"
+                   "output B")
+        with Session(program, {}, backend=backend) as session:
+            got = session.stats()["A"].degrees
+            np.testing.assert_allclose(session.run().outputs["B"], dense @ dense, atol=1e-9)
+    finally:
+        backend.execute("DROP TABLE se_degrees")
+    want = exact_stats(dense).degrees
+    assert got.max == want.max and got.l2 == pytest.approx(want.l2)
+    assert got.dots == pytest.approx(want.dots)
