@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
 
     times: dict[str, list[float]] = {"scipy (gather, dot)": [], "se.einsum": []}
     expected = scipy_sddmm(x, m, y)
-    se.einsum("ik,ij,jk->ij", x, m, y, format="sparse", backend=args.backend, **options)  # warm
+    se.einsum("ik,ij,jk->ij", x, m, y, format="sparse", backend=args.backend, **options)
     for _ in range(args.repeats):
         start = time.perf_counter()
         expected = scipy_sddmm(x, m, y)

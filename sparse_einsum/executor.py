@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 
 from .backends.base import Backend
 from .blocks import compose, compose_sparse, decompose

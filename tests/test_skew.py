@@ -39,7 +39,8 @@ def test_joins_and_outputs_within_3x_on_power_law_graphs(graph, subscripts):
             (shared,) = [l for l in u.labels if l in w.labels]
             left = patterns[u.tensor] if u.labels[1] == shared else patterns[u.tensor].T
             right = patterns[w.tensor] if w.labels[0] == shared else patterns[w.tensor].T
-            join = float(np.asarray(left.sum(axis=0)).ravel() @ np.asarray(right.sum(axis=1)).ravel())
+            join = float(np.asarray(left.sum(axis=0)).ravel()
+                         @ np.asarray(right.sum(axis=1)).ravel())
             out = _pattern(left @ right)
             patterns[v.name] = out if v.labels[0] in u.labels else out.T
             estimate = relational_join(v, [operand_stats(stats[o.tensor], o)

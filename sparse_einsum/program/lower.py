@@ -3,8 +3,8 @@
 A statement whose right side is a product of tensor references (and constants)
 summed over its free labels is split along a contraction path, so that sums are
 pushed down: the path a `PathChooser` gives (the optimizer's, chosen with sparsity
-and decompositions; see `sparse_einsum.optimizer.order`), else opt_einsum's dense one; a summed sum or difference of terms is split into one
-such sum per term. Any other expression becomes one vertex per operator, with the
+and decompositions; see `sparse_einsum.optimizer.order`), else opt_einsum's dense
+one; a summed sum or difference of terms is split into one such sum per term. Any other expression becomes one vertex per operator, with the
 statement's aggregate applied at the root.
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_la
 from .ops import BY_SYMBOL, with_constant
 
 
-ContractionPath = list[tuple[int, int]]     # opt_einsum's format: pairs of positions, result appended
+# opt_einsum's format: pairs of positions in the list of operands left, each result appended
+ContractionPath = list[tuple[int, int]]
 
 
 class PathChooser(Protocol):
@@ -56,8 +57,9 @@ def dense_path(dag: Dag, operands: list[Operand], target: tuple[str, ...],
     return [tuple(sorted(pair)) for pair in path]
 
 
-def contraction(operands: list[Operand], path: ContractionPath, target: tuple[str, ...], const: float,
-                name: str | None, fresh: Callable[[], str], line: int = 0) -> Iterator[Vertex]:
+def contraction(operands: list[Operand], path: ContractionPath, target: tuple[str, ...],
+                const: float, name: str | None, fresh: Callable[[], str], line: int = 0
+                ) -> Iterator[Vertex]:
     """The vertices of a product of `operands` along `path`, summed onto `target` and
     times `const`: each step keeps the labels later operands or the target need (sums
     pushed down); the last vertex is `name` (None: named like the others, by `fresh()`)."""
