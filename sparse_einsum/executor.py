@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-
 from .backends.base import Backend
 from .blocks import compose, compose_sparse, decompose
 from .plan import Plan
