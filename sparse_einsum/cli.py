@@ -190,9 +190,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = {"plan": args.plan} if args.plan else {}
     if args.dsn is not None and args.dialect != "postgres":
         args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
-    if args.database is not None and args.dialect != "duckdb":
+    if args.database is not None and args.dialect == "postgres":
         args.parser.error(f"--database does not apply to --dialect {args.dialect}")
-    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database)) if v})
+    if args.extension is not None and args.dialect != "duckdb":
+        args.parser.error(f"--extension does not apply to --dialect {args.dialect}")
+    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database),
+                                      ("extension", args.extension)) if v})
     text = compile_job(program, dialect=args.dialect, data=data, **options)
     if args.output == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -228,6 +231,13 @@ def cmd_install_kernels(args: argparse.Namespace) -> int:
     result = install_kernels(args.dsn)
     print(f"sparse_einsum_kernels installed: version {result}" if isinstance(result, str)
           else result)
+    return 0
+
+
+def cmd_build_extension(args: argparse.Namespace) -> int:
+    from .backends import duckdb_extension
+    duckdb_extension.fetch_headers()
+    print(duckdb_extension.build(force=args.force))
     return 0
 
 
@@ -271,6 +281,7 @@ def plan_help() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from .api import DEFAULT_PLAN
+    from .sql import JOB_DIALECTS
     from .examples import EXAMPLES
 
     fmt = argparse.RawDescriptionHelpFormatter
@@ -324,8 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
                   "-o gcn.sql", cmd_compile)
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
-    sub.add_argument("--dialect", choices=("postgres", "duckdb"), required=True,
-                     help="SQL dialect to write")
+    sub.add_argument("--dialect", choices=JOB_DIALECTS, required=True,
+                     help="SQL dialect to write: duckdb jobs load the sparse_einsum DuckDB "
+                          "extension (run them with duckdb -unsigned); duckdb-builtin jobs "
+                          "need none but hold at most 4096 values per tuple")
     sub.add_argument("-o", "--output", metavar="FILE", required=True,
                      help="SQL file to write ('-' for stdout)")
     sub.add_argument("--data", metavar="DIR",
@@ -338,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--database", metavar="FILE.duckdb",
                        help="DuckDB file to read shapes and statistics of the input tables from "
                             "(--dialect duckdb); without either, bounds must be declared")
+    sub.add_argument("--extension", metavar="PATH",
+                     help="where the job loads the DuckDB extension from (default: the one "
+                          "built on this machine, see build-extension)")
 
     sub = command("calibrate", "Measure the cost model's constants on a database",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
@@ -354,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} install-kernels --dsn postgresql://postgres@localhost/postgres",
                   cmd_install_kernels)
     sub.add_argument("--dsn", required=True, help="PostgreSQL connection string")
+
+    sub = command("build-extension",
+                  "Build the sparse_einsum DuckDB extension (fetching DuckDB's C headers from "
+                  "PyPI if they are not cached) and print its path",
+                  f"{PROG} build-extension", cmd_build_extension)
+    sub.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
 
     listing = "; ".join(f"{e.name}: {e.description}" for e in EXAMPLES.values())
     sub = command("example", "Write an example program and its data (NAME.se, NAME_data/) to DIR",

@@ -43,6 +43,7 @@ DEFAULT_PARAMS = {
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
 }
+DEFAULT_PARAMS["duckdb-native"] = DEFAULT_PARAMS["duckdb"]
 
 
 def config_path() -> Path:
@@ -51,7 +52,8 @@ def config_path() -> Path:
 
 
 def load_params(backend: str) -> CostParams:
-    """Calibrated constants for `backend` from the user's config file, else the defaults."""
+    """Calibrated constants for `backend` (a dialect: each way of running kernels has its
+    own) from the user's config file, else the defaults."""
     path = config_path()
     if path.exists():
         try:
@@ -107,9 +109,11 @@ class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
-                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None):
+                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
+                 max_state_bytes: float | None = None):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values = max_payload_values
+        self.state_cap = max_state_bytes     # all groups' array aggregate states (None: spillable)
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -117,8 +121,9 @@ class CostModel:
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, promoted: frozenset[str]) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
-        one-tuple operands bound once) above the memory cap, and no payload longer than
-        the SQL dialect's arrays hold."""
+        one-tuple operands bound once) above the memory cap, no payload longer than the
+        SQL dialect's arrays hold, and, where aggregate states cannot spill, no more
+        groups x state size than the cap."""
         shapes = self.dag.shapes
         if self.max_values is not None:
             tensors = [(o.tensor, o.labels) for o in v.operands] + [(v.name, v.labels)]
@@ -132,6 +137,8 @@ class CostModel:
         sizes = self._sizes[v.name]
         if all(l in promoted for l in v.all_labels):
             return True                       # no kernel: plain SQL on scalars
+        if self.state_cap is not None and self.state_bytes(v, promoted) > self.state_cap:
+            return False
         ops = self._ops[v.name]
         rows = min(self._join_tuples(v, ops, [o.tuples(promoted) for o in ops], promoted, sizes),
                    KERNEL_BATCH)
@@ -143,6 +150,14 @@ class CostModel:
             per_row += 8.0 * prod(sizes[l] for l in v.all_labels if l not in promoted)
         once = sum(b for b, k in zip(payload_in, keyed) if not k)
         return rows * per_row + once <= self.cap
+
+    def state_bytes(self, v: Vertex, promoted: frozenset[str]) -> float:
+        """Bytes of the array states of an element-wise aggregate: one output-sized array
+        per group (0 when nothing is aggregated into arrays)."""
+        if all(l in promoted for l in v.labels) or not any(l in promoted for l in v.agg_labels):
+            return 0.0
+        sub_out = prod(self._sizes[v.name][l] for l in v.labels if l not in promoted)
+        return self.vertex(v, promoted).out_tuples * 8.0 * sub_out
 
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, promoted: frozenset[str]) -> VertexCost:
@@ -222,4 +237,7 @@ class CostModel:
         cost = moved * (size * self.p.c_xfer + self.p.c_fixed)
         if union != tuple(need) and len(need) < len(shape):     # stacked into arrays
             cost += stats.tuples(need) * self.p.c_group
+            array = 8.0 * prod(shape[a] for a in range(len(shape)) if a not in need)
+            if self.state_cap is not None and stats.tuples(need) * array > self.state_cap:
+                return float("inf")       # the stack's states would not fit
         return cost

@@ -28,6 +28,7 @@ class Backend:
     """A database the compiled steps run on."""
     name: ClassVar[str]
     dialect: Dialect
+    fallback: str | None = None     # why the engine's native kernels are not in use
 
     def __enter__(self) -> "Backend":
         return self

@@ -1,7 +1,9 @@
-"""The DuckDB backend: loads relations from Arrow, registers NumPy kernels as
-arrow UDFs, runs the compiled statements and fetches results."""
+"""The DuckDB backend: loads relations from Arrow, runs the compiled statements with the
+sparse_einsum extension's C kernels (or, where it cannot be loaded, NumPy kernels as
+arrow UDFs) and fetches results."""
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Sequence
 
 import duckdb
@@ -10,12 +12,15 @@ import pyarrow as pa
 from duckdb import sqltypes
 
 from ..blocks import Blocks
+from ..errors import BackendError
 from ..inputs import SourceInput
 from ..kernels.numpy_kernels import position_offsets, run_kernel
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
-from ..sql.duckdb import DuckDBDialect, file_scan
+from ..sql.dialect import Dialect
+from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
+from . import duckdb_extension
 from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
@@ -58,6 +63,10 @@ def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
+    Its own connections allow unsigned extensions and load the sparse_einsum extension.
+    `native`: None (default) uses it when it loads and otherwise falls back to the
+    UDF kernels with one warning (a caller's connection opened without
+    allow_unsigned_extensions, no C compiler); True requires it; False never loads it.
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
@@ -65,9 +74,10 @@ class DuckDBBackend(Backend):
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
-                 read_only: bool = False):
+                 read_only: bool = False, native: bool | None = None):
         if connection is None:
-            connection = duckdb.connect(database, read_only=read_only)
+            config = {} if native is False else {"allow_unsigned_extensions": "true"}
+            connection = duckdb.connect(database, read_only=read_only, config=config)
             self.con = connection
         else:
             self.con = connection.cursor()
@@ -77,7 +87,23 @@ class DuckDBBackend(Backend):
                 self.con.execute(f"SET {setting} = {_literal(value)}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self.dialect = DuckDBDialect()
+        self.dialect = self._kernels(native)
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The native dialect when the extension loads, else the UDF one (`fallback` says why)."""
+        if native is False:
+            self.fallback = "the extension was not requested (native=False)"
+            return DuckDBDialect()
+        try:
+            duckdb_extension.load(self.con)
+            return DuckDBNativeDialect()
+        except BackendError as exc:
+            if native:
+                raise
+            self.fallback = str(exc)
+            warnings.warn(f"sparse-einsum runs DuckDB kernels as Python UDFs (slower): "
+                          f"{self.fallback}", RuntimeWarning, stacklevel=2)
+            return DuckDBDialect()
 
     def close(self) -> None:
         self.con.close()     # our own connection, or our cursor on the caller's

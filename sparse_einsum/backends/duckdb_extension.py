@@ -158,3 +158,25 @@ def extension_path() -> Path:
     if not (SOURCE_DIR / "duckdb").is_dir():
         raise BackendError(f"no extension sources in {SOURCE_DIR / 'duckdb'}")
     return build()
+
+
+_built: dict[str, Path] = {}
+
+
+def load(con) -> Path:
+    """Load the extension into a DuckDB connection (building it on first use); a
+    BackendError says why it cannot."""
+    allowed = con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
+    if not allowed:
+        raise BackendError("the DuckDB connection was opened without allow_unsigned_extensions "
+                           "(duckdb.connect(..., config={'allow_unsigned_extensions': 'true'}) "
+                           "lets it load the sparse_einsum extension)")
+    if "path" not in _built:
+        _built["path"] = extension_path()
+    path = _built["path"]
+    try:
+        con.execute("LOAD '" + str(path).replace("'", "''") + "'")
+    except Exception as exc:      # duckdb.Error, or an extension DuckDB refuses
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"DuckDB could not load {path}: {first}") from None
+    return path

@@ -35,11 +35,14 @@ class OptimizerContext:
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
-              stored: dict[str, tuple[int, ...]] | None = None,
+              bound_states: bool = False, stored: dict[str, tuple[int, ...]] | None = None,
               label_names: dict[str, str] | None = None) -> "OptimizerContext":
+        """`bound_states`: array aggregates keep their states where the engine cannot spill
+        them, so groups x state size must stay within the memory cap too."""
         stats = propagate(dag, input_stats)
-        model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values)
+        cap = memory_cap or default_memory_cap()
+        model = CostModel(dag, stats, params, cap, max_payload_values,
+                          max_state_bytes=cap if bound_states else None)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
 
     @cached_property
