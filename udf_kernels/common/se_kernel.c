@@ -25,12 +25,6 @@ static const char *const agg_names[] = {"sum", "max", "min"};
 
 #define SPEC_MAXLEN 4096
 
-const char *
-se_op_name(int op)
-{
-	return op >= 0 && op < N_OPS ? op_names[op] : "?";
-}
-
 /* ---------------------------------------------------------------- operation loops */
 
 typedef double (*reduce_fn) (const double *a, int64_t sa, const double *b, int64_t sb, int64_t n,
@@ -92,6 +86,8 @@ static const reduce_fn reduce_tab[3][N_OPS] = {
 static const map_fn map_tab[N_OPS] = {SE_OPS(X_MAP)};
 
 /* ---------------------------------------------------------------- parsing */
+
+static bool fail(char *err, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 static bool
 fail(char *err, const char *fmt,...)

@@ -63,9 +63,6 @@ typedef struct se_gspec
 	int64_t		dn[SE_MAXDIMS], sn[SE_MAXDIMS], ds[SE_MAXDIMS], ss[SE_MAXDIMS];
 } se_gspec;
 
-/* Name of an operation code (for messages). */
-const char *se_op_name(int op);
-
 /* Parse a kernel spec of `len` bytes; false with a message in err on a bad spec. */
 bool		se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err);
 

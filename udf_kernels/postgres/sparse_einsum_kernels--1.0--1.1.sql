@@ -1,0 +1,57 @@
+-- sparse_einsum_kernels 1.0 -> 1.1. The library is now sparse_einsum_kernels-1.1 (with
+-- OpenBLAS for matrix products): every function of 1.0 is re-pointed to it. New:
+-- se_value1/se_value2 (a kernel's one result element as float8) and se_wsum(w, v).
+\echo Use "ALTER EXTENSION sparse_einsum_kernels UPDATE TO '1.1'" to load this file. \quit
+
+CREATE OR REPLACE FUNCTION se_kernels_version() RETURNS text
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_kernel1(spec text, a float8[]) RETURNS float8[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_kernel2(spec text, a float8[], b float8[]) RETURNS float8[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vsum_trans(internal, float8[]) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vmax_trans(internal, float8[]) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vmin_trans(internal, float8[]) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vsum_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vmax_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vmin_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vagg_final(internal) RETURNS float8[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vagg_serial(internal) RETURNS bytea
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_vagg_deserial(bytea, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_take(spec text, a float8[], pos bigint) RETURNS float8[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_stack_trans(internal, text, float8[], bigint) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_stack_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_stack_final(internal) RETURNS float8[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_stack_serial(internal) RETURNS bytea
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION se_stack_deserial(bytea, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- the one element of a kernel's result, for specs whose output is a scalar
+CREATE FUNCTION se_value1(spec text, a float8[]) RETURNS float8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION se_value2(spec text, a float8[], b float8[]) RETURNS float8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- element-wise SUM of w * v, without forming w * v
+CREATE FUNCTION se_wsum_trans(internal, float8, float8[]) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION se_wsum_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE se_wsum(float8, float8[]) (
+    SFUNC = se_wsum_trans, STYPE = internal, FINALFUNC = se_vagg_final,
+    COMBINEFUNC = se_wsum_combine, SERIALFUNC = se_vagg_serial,
+    DESERIALFUNC = se_vagg_deserial, PARALLEL = SAFE);
