@@ -216,13 +216,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.scale <= 0:
         args.parser.error(f"--scale must be positive, not {args.scale}")
     result = calibrate(backend=args.backend, dsn=args.dsn, path=args.output, scale=args.scale)
-    print(f"{'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
-    for row in result["fit"]:
-        print(f"{row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
-    print()
-    for key, value in result["constants"].items():
-        print(f"{key:<13} {value:.3g}")
-    print(f"constants for {result['backend']} written to {result['stored_in']}", file=sys.stderr)
+    for path in result["paths"]:
+        print(f"{path['dialect']}: kernels {path['kernels']}")
+        print(f"  {'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
+        for row in path["fit"]:
+            print(f"  {row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
+        for key, value in path["constants"].items():
+            print(f"  {key:<13} {value:.3g}")
+        print(f"constants for {path['dialect']} written to {path['stored_in']}", file=sys.stderr)
     return 0
 
 
@@ -355,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where the job loads the DuckDB extension from (default: the one "
                           "built on this machine, see build-extension)")
 
-    sub = command("calibrate", "Measure the cost model's constants on a database",
+    sub = command("calibrate", "Measure the cost model's constants on a database (each way it "
+                               "runs kernels: DuckDB with and without its extension)",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
     sub.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
                      help="database to measure (default: duckdb)")
