@@ -82,9 +82,10 @@ def fetch_headers() -> Path:
     if all((target / h).is_file() for h in _HEADERS):
         return target
     with tempfile.TemporaryDirectory(prefix="se-duckdb-sdist-") as tmp:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", f"duckdb=={HEADERS_VERSION}",
-                               "--no-deps", "--no-binary", "duckdb", "--quiet", "-d", tmp],
-                              capture_output=True, text=True)
+        # -I: the interpreter's own pip even inside pip's isolated build environment
+        done = subprocess.run([sys.executable, "-I", "-m", "pip", "download",
+                               f"duckdb=={HEADERS_VERSION}", "--no-deps", "--no-binary", "duckdb",
+                               "--quiet", "-d", tmp], capture_output=True, text=True)
         archives = list(Path(tmp).glob("duckdb-*.tar.gz"))
         if done.returncode or not archives:
             raise BackendError("could not fetch the duckdb source distribution for DuckDB's C "
