@@ -72,4 +72,5 @@ def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -
             len(blocks), dtype=np.int64)
         dense[index] = np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), -1)
     arranged = dense.reshape(key_shape + [shape[a] for a in demoted])
-    return np.transpose(arranged, np.argsort(list(promoted) + demoted)).copy()
+    # a copy only when the axes move (the keys are not the leading axes)
+    return np.ascontiguousarray(np.transpose(arranged, np.argsort(list(promoted) + demoted)))

@@ -34,19 +34,23 @@ def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
 
 
+def _numpy(array, part) -> np.ndarray:
+    """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
+    pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    parts = [part(c).to_numpy(zero_copy_only=False) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _rows(array) -> np.ndarray:
     """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
     n = len(array)
-    flat = array.flatten().to_numpy(zero_copy_only=False)
+    flat = _numpy(array, lambda chunk: chunk.flatten())
     return flat.reshape(n, -1) if n else flat.reshape(0, 0)
 
 
 def _scalars(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
+    return _numpy(array, lambda chunk: chunk)
 
 
 def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
