@@ -140,6 +140,8 @@ def spmm(repeats: int, say: Report, pg: str | None, **_) -> None:
         backends["PostgreSQL (C kernels)"] = open_backend("postgres", dsn=pg)[0]
     methods: dict[str, Callable[[], object]] = {"scipy: CSR @ dense": lambda: a @ h}
     with contextlib.ExitStack() as stack:
+        for db in backends.values():
+            stack.enter_context(db)              # closed after the sessions' cleanup
         for label, db in backends.items():
             session = stack.enter_context(einsum_session("ij,jf->if", a, h, backend=db))
             plan = session.plan("IJ,Jf->If")
@@ -169,8 +171,6 @@ def spmm(repeats: int, say: Report, pg: str | None, **_) -> None:
             methods[f"{label}: the plan's statements"] = timed
         side_by_side(methods, repeats, "scipy: CSR @ dense", say,
                      "SpMM IJ,Jf->If: 1,000,000 non-zeros, 100,000 rows, f = 64")
-        for db in backends.values():
-            stack.callback(db.close)
 
 
 def _load_inputs(session: Session, compiled) -> list[TableRelation]:
