@@ -72,5 +72,7 @@ def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -
             len(blocks), dtype=np.int64)
         dense[index] = np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), -1)
     arranged = dense.reshape(key_shape + [shape[a] for a in demoted])
-    # a copy only when the axes move (the keys are not the leading axes)
-    return np.ascontiguousarray(np.transpose(arranged, np.argsort(list(promoted) + demoted)))
+    order = np.argsort(list(promoted) + demoted)
+    if (order == np.arange(len(order))).all():
+        return arranged             # the keys lead: no copy (arranged views our own array)
+    return np.transpose(arranged, order).copy()
