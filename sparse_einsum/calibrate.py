@@ -34,6 +34,7 @@ from .plan import Plan
 from .session import Session
 from .sql.native import NativeDialect
 from .sql.steps import StepBuilder, TableRelation
+from .tiling import promotion
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
 FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
@@ -65,7 +66,7 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]
 def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     """The cost of `plan` under other constants."""
     model = CostModel(ctx.dag, ctx.stats, params)
-    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.promoted).total
+    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.choices).total
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
@@ -79,11 +80,12 @@ def _native_seconds_per_flop(db, repeats: int, n: int = 512, rows: int = 256) ->
     """Time the C kernel on `rows` vector x matrix products against one n x n matrix
     tuple, in one statement (the shape of a projection by a weight matrix)."""
     rng = np.random.default_rng(1)
-    matrix = TableRelation("se_cal_m", "M", (n, n), (), ())
-    vectors = TableRelation("se_cal_v", "V", (rows, n), (0,), ("r",))
+    matrix = TableRelation("se_cal_m", "M", (n, n), promotion((n, n), ()), ("m", "k"))
+    vectors = TableRelation("se_cal_v", "V", (rows, n), promotion((rows, n), (0,)), ("r", "m"))
     spec = KernelSpec("mul", "sum", (n, n), 1, ((0, 1), (1, n)), (n, n * n))
     value = db.dialect.kernel(StepBuilder("se_cal", [0]), spec, ["v.val", "m.val"], [True, True])
-    create = db.dialect.create("se_cal_out", f"SELECT v.r, {value} AS val FROM se_cal_v AS v "
+    key = db.dialect.q(vectors.column(0))
+    create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val FROM se_cal_v AS v "
                                              "CROSS JOIN se_cal_m AS m", temporary=True)
     times = []
     try:
@@ -125,11 +127,12 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
     features, seconds = [], []
     for k, (array, axes) in enumerate(cases):
         rel = TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
-                            axes=axes, columns=tuple(f"k{a}" for a in axes))
+                            tiling=promotion(array.shape, axes),
+                            labels=tuple(f"k{a}" for a in range(array.ndim)))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            blocks = decompose(array, axes)
+            blocks = decompose(array, rel.tiling)
             db.load(rel, blocks)
             times.append(time.perf_counter() - start)
             db.drop(rel)

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 STAGES = [
     ["errors"],
     ["program"],
-    ["inputs", "blocks"],
+    ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
     ["plan"],
     ["cost"],
@@ -31,7 +31,7 @@ STAGES = [
     ["kernels"],
     ["sql"],
     ["backends"],
-    ["executor", "explanation", "reference"],
+    ["executor", "explanation"],
     ["session"],
     ["api", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
 ]

@@ -16,7 +16,7 @@ from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
-from ..sql.steps import Step, TableRelation
+from ..sql.steps import Step, TableRelation, key_column
 from ..stats.tensor_stats import TensorStats
 
 # information_schema type names of integer columns (DuckDB and PostgreSQL)
@@ -106,7 +106,7 @@ class Backend:
         finally:
             if source.kind != "table":
                 self.release_source(f"{table}_src")
-        rel = TableRelation(table, decl.name, shape, tuple(range(len(shape))), decl.labels)
+        rel = TableRelation(table, decl.name, shape, (1,) * len(shape), decl.labels)
         return rel, self.table_stats(rel)
 
     def _source_shape(self, source: SourceInput, from_sql: str) -> tuple[int, ...]:
@@ -126,11 +126,17 @@ class Backend:
         return tuple(shape)
 
     def table_stats(self, rel: TableRelation) -> TensorStats:
-        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation."""
+        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, and the bound and
+        finiteness of its values."""
         q = self.dialect.q
-        distinct = "".join(f", count(DISTINCT {q(c)})" for c in rel.columns)
-        row = self.query(f"SELECT count(*){distinct} FROM {q(rel.table)}")[0]
-        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[1:]))
+        distinct = "".join(f", count(DISTINCT {q(key_column(l, a))})"
+                           for a, l in enumerate(rel.labels))
+        finite = self.dialect.finite_sql.format(x="val")
+        row = self.query(f"SELECT count(*), coalesce(max(abs(val)), 0), coalesce(bool_and({finite}), "
+                         f"TRUE){distinct} FROM {q(rel.table)}")[0]
+        finite = bool(row[2])
+        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[3:]),
+                           max_abs=float(row[1]) if finite else float("inf"), finite=finite)
 
 
 def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:

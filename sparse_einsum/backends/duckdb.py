@@ -116,7 +116,7 @@ class DuckDBBackend(Backend):
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
         columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
         if rel.is_scalar:
-            columns["val"] = pa.array(np.asarray(blocks.values, dtype=np.float64))
+            columns["val"] = pa.array(blocks.values)        # DOUBLE, or BIGINT for integers
         else:
             columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
                                          .reshape(len(blocks), rel.sub_size))
@@ -132,7 +132,7 @@ class DuckDBBackend(Backend):
         table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
         keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
         val = table.column("val")
-        values = _scalars(val).astype(np.float64) if rel.is_scalar else \
+        values = _scalars(val) if rel.is_scalar else \
             _rows(val).reshape(table.num_rows, rel.sub_size)
         return Blocks(keys, values)
 

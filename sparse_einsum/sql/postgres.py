@@ -19,6 +19,8 @@ class PostgresDialect(NativeDialect):
     range_sql = "generate_series(0, {last}) AS r_{col}({col})"
     zero_sql = "CAST(0 AS float8)"
     zero_array_sql = "array_fill(CAST(0 AS float8), ARRAY[{size}])"
+    finite_sql = "({x} NOT IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8))"
+    isnan_sql = "({x} = 'NaN'::float8)"
     array_of_scalar = "ARRAY[{}]"
     kernels = "native C: the sparse_einsum_kernels extension (OpenBLAS for matrix products)"
 
