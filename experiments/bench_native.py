@@ -46,19 +46,10 @@ from sparse_einsum.backends.pg_cluster import pg_server
 from sparse_einsum.blocks import decompose
 from sparse_einsum.sql.steps import TableRelation
 
-from .common import add_output_arguments, code_version, command_line, output_dirs
+from .common import Report, add_output_arguments, code_version, command_line, output_dirs
 from .workloads import workload
 
 CASES = ("grouped-sum", "spmm", "einsum-call", "matvec", "wq")
-
-
-class Report:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
 
 
 def side_by_side(methods: dict[str, Callable[[], object]], repeats: int, baseline: str,

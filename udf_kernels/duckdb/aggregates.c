@@ -193,9 +193,10 @@ vagg_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_a
 	}
 }
 
+/* The arrays of the states (vstate, or a state that begins with one) as DOUBLE[] rows. */
 static void
-vagg_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_vector result,
-			  idx_t count, idx_t offset)
+array_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_vector result,
+			   idx_t count, idx_t offset)
 {
 	for (idx_t done = 0; done < count;)
 	{
@@ -218,8 +219,7 @@ vagg_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 
 typedef struct sstate
 {
-	double	   *data;			/* SIZE elements */
-	int64_t		size;
+	vstate		array;			/* SIZE elements (first: finalize reads states as vstate) */
 	char	   *spec;			/* the group's spec text, to check it does not change */
 	uint32_t	spec_len;
 } sstate;
@@ -245,9 +245,9 @@ sstate_destroy(duckdb_aggregate_state *states, idx_t count)
 	{
 		sstate	   *st = (sstate *) states[i];
 
-		free(st->data);
+		free(st->array.v);
 		free(st->spec);
-		st->data = NULL;
+		st->array.v = NULL;
 		st->spec = NULL;
 	}
 }
@@ -255,11 +255,11 @@ sstate_destroy(duckdb_aggregate_state *states, idx_t count)
 static bool
 sstate_start(sstate *st, int64_t size, const char *spec, uint32_t spec_len)
 {
-	st->data = (double *) calloc((size_t) (size > 0 ? size : 1), sizeof(double));
+	st->array.v = (double *) calloc((size_t) (size > 0 ? size : 1), sizeof(double));
 	st->spec = (char *) malloc(spec_len + 1);
-	if (st->data == NULL || st->spec == NULL)
+	if (st->array.v == NULL || st->spec == NULL)
 		return false;
-	st->size = size;
+	st->array.len = size;
 	memcpy(st->spec, spec, spec_len);
 	st->spec[spec_len] = '\0';
 	st->spec_len = spec_len;
@@ -307,7 +307,7 @@ stack_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregat
 			spec = text;
 			spec_len = len;
 		}
-		if (st->data == NULL && !sstate_start(st, g.size, text, len))
+		if (st->array.v == NULL && !sstate_start(st, g.size, text, len))
 		{
 			free(suboff);
 			FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) g.size);
@@ -338,7 +338,7 @@ stack_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregat
 		}
 		base = se_gspec_base(&g, pos[row]);
 		for (int64_t e = 0; e < xlen; e++)
-			st->data[base + suboff[e]] = x[e];
+			st->array.v[base + suboff[e]] = x[e];
 	}
 	free(suboff);
 }
@@ -351,40 +351,19 @@ stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 	{
 		sstate	   *s = (sstate *) source[i], *t = (sstate *) target[i];
 
-		if (s->data == NULL)
+		if (s->array.v == NULL)
 			continue;
-		if (t->data == NULL)
+		if (t->array.v == NULL)
 		{
-			if (!sstate_start(t, s->size, s->spec, s->spec_len))
-				FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) s->size);
-			memcpy(t->data, s->data, sizeof(double) * (size_t) s->size);
+			if (!sstate_start(t, s->array.len, s->spec, s->spec_len))
+				FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) s->array.len);
+			memcpy(t->array.v, s->array.v, sizeof(double) * (size_t) s->array.len);
 			continue;
 		}
 		if (t->spec_len != s->spec_len || memcmp(t->spec, s->spec, s->spec_len) != 0)
 			FAIL(info, "se_stack: the spec changes within a group (\"%s\" and \"%s\")", t->spec, s->spec);
 		/* positions of one group are disjoint; what one state did not write is zero */
-		se_vagg_update(SE_AGG_SUM, t->data, s->data, s->size);
-	}
-}
-
-static void
-stack_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_vector result,
-			   idx_t count, idx_t offset)
-{
-	for (idx_t done = 0; done < count;)
-	{
-		double	   *data[64];
-		int64_t		lens[64];
-		idx_t		m = count - done < 64 ? count - done : 64;
-
-		for (idx_t i = 0; i < m; i++)
-		{
-			data[i] = ((sstate *) source[done + i])->data;
-			lens[i] = ((sstate *) source[done + i])->size;
-		}
-		if (!write_lists(info, result, m, offset + done, data, lens))
-			return;
-		done += m;
+		se_vagg_update(SE_AGG_SUM, t->array.v, s->array.v, s->array.len);
 	}
 }
 
@@ -400,8 +379,8 @@ typedef struct agg_def
 	duckdb_aggregate_destroy_t destroy;
 } agg_def;
 
-static const agg_def VAGG = {vstate_size, vstate_init, vagg_update, vagg_combine, vagg_finalize, vstate_destroy};
-static const agg_def STACK = {sstate_size, sstate_init, stack_update, stack_combine, stack_finalize, sstate_destroy};
+static const agg_def VAGG = {vstate_size, vstate_init, vagg_update, vagg_combine, array_finalize, vstate_destroy};
+static const agg_def STACK = {sstate_size, sstate_init, stack_update, stack_combine, array_finalize, sstate_destroy};
 
 /* One overload: parameters are DOUBLE (0), DOUBLE[] (1) or VARCHAR (2), BIGINT (3). */
 static bool

@@ -79,20 +79,9 @@ spec_run(duckdb_data_chunk input, idx_t row, idx_t n, const char **text, uint32_
 
 typedef double v4d __attribute__((vector_size(32)));
 
-static inline v4d
-load4(const double *p)
-{
-	v4d			v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline void
-store4(double *p, v4d v)
-{
-	memcpy(p, &v, sizeof(v));
-}
+/* unaligned loads and stores of four doubles (macros: no vector-typed calls) */
+#define load4(p) ({ v4d v_; memcpy(&v_, (p), sizeof(v_)); v_; })
+#define store4(p, v) do { v4d v_ = (v); memcpy((p), &v_, sizeof(v_)); } while (0)
 
 /*
  * y_r[j] = sum_k x_r[k * sx] * w[k * sw + j] for four rows r at once: eight columns at a
