@@ -43,7 +43,7 @@ from sparse_einsum.api import einsum_session
 from sparse_einsum.backends import open_backend
 from sparse_einsum.backends.duckdb import DuckDBBackend
 from sparse_einsum.backends.pg_cluster import pg_server
-from sparse_einsum.blocks import decompose
+from sparse_einsum.blocks import compose, decompose
 from sparse_einsum.sql.steps import TableRelation
 
 from .common import Report, add_output_arguments, code_version, command_line, output_dirs
@@ -151,10 +151,8 @@ def spmm(repeats: int, say: Report, pg: str | None, **_) -> None:
                 return last
 
             out = statements()
-            got = session.backend.fetch(out)
-            dense = np.zeros(expected.shape)
-            dense[got.keys[0]] = got.values
-            np.testing.assert_allclose(dense, expected, rtol=1e-9, atol=1e-9)
+            got = compose(session.backend.fetch(out), out.shape, out.tiling)
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
             session.backend.drop(out)
 
             def timed(session=session, statements=statements):
@@ -169,8 +167,9 @@ def _load_inputs(session: Session, compiled) -> list[TableRelation]:
     loaded = []
     for step in compiled.steps:
         if step.kind == "load":
-            session.backend.load(step.target, decompose(session.arrays()[step.target.tensor],
-                                                        step.target.axes))
+            arrays = session.values.arrays(session.exact_integers)
+            session.backend.load(step.target, decompose(arrays[step.target.tensor],
+                                                        step.target.tiling))
             loaded.append(step.target)
     return loaded
 
@@ -230,10 +229,8 @@ def _projection(label: str, db, x: np.ndarray, w: np.ndarray, plan: str
         session.close()
 
     statement()
-    got = session.backend.fetch(step.target)
-    dense = np.zeros((x.shape[0], w.shape[1]))
-    dense[got.keys[0]] = got.values
-    np.testing.assert_allclose(dense, x @ w, rtol=1e-9, atol=1e-9)
+    got = compose(session.backend.fetch(step.target), step.target.shape, step.target.tiling)
+    np.testing.assert_allclose(got, x @ w, rtol=1e-9, atol=1e-9)
     return statement, cleanup
 
 
