@@ -1,9 +1,11 @@
-"""The DuckDB backend: loads relations from Arrow, registers NumPy kernels as
-arrow UDFs, runs the compiled statements and fetches results."""
+"""The DuckDB backend: loads relations from Arrow, runs the compiled statements with the
+sparse_einsum extension's C kernels (or, where it cannot be loaded, NumPy kernels as
+arrow UDFs) and fetches results."""
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,8 +23,10 @@ from ..kernels.numpy_kernels import (
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..memory import parse_size
 from ..program.ops import AGGREGATES
-from ..sql.duckdb import DuckDBDialect, file_scan
+from ..sql.dialect import Dialect
+from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
+from . import duckdb_extension
 from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
@@ -40,12 +44,18 @@ def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
 
 
+def _numpy(array, part) -> np.ndarray:
+    """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
+    pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    parts = [part(c).to_numpy(zero_copy_only=False) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _rows(array) -> np.ndarray:
     """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
     n = len(array)
-    flat = array.flatten().to_numpy(zero_copy_only=False)
+    flat = _numpy(array, lambda chunk: chunk.flatten())
     return flat.reshape(n, -1) if n else flat.reshape(0, 0)
 
 
@@ -68,9 +78,7 @@ def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
 
 
 def _scalars(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
+    return _numpy(array, lambda chunk: chunk)
 
 
 def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
@@ -84,12 +92,16 @@ def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
 
 
-def connect(database: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to a DuckDB database file (or ``:memory:``); a file another process
-    holds, or one in a missing directory, is a one-line BackendError. A file it creates
-    is written in STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
+def connect(database: str, read_only: bool = False, native: bool = True
+            ) -> duckdb.DuckDBPyConnection:
+    """A connection to a DuckDB database file (or ``:memory:``), allowing the unsigned
+    sparse_einsum extension when `native`; a file another process holds, or one in a
+    missing directory, is a one-line BackendError. A file it creates is written in
+    STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
     new_file = database != ":memory:" and not Path(database).exists()
     config = {"storage_compatibility_version": STORAGE_VERSION} if new_file else {}
+    if native:
+        config["allow_unsigned_extensions"] = "true"
     try:
         return duckdb.connect(database, read_only=read_only, config=config)
     except duckdb.Error as exc:
@@ -118,6 +130,10 @@ def _alive(pid: int) -> bool:
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
+    Its own connections allow unsigned extensions and load the sparse_einsum extension.
+    `native`: None (default) uses it when it loads and otherwise falls back to the
+    UDF kernels with one warning (a caller's connection opened without
+    allow_unsigned_extensions, no C compiler); True requires it; False never loads it.
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
@@ -126,9 +142,9 @@ class DuckDBBackend(Backend):
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
-                 read_only: bool = False):
+                 read_only: bool = False, native: bool | None = None):
         if connection is None:
-            self.con = connect(database, read_only=read_only)
+            self.con = connect(database, read_only=read_only, native=native is not False)
         else:
             self.con = connection.cursor()
         try:
@@ -143,10 +159,26 @@ class DuckDBBackend(Backend):
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
                 self.con.execute(f"SET threads = {int(threads)}")
+            self.dialect = self._kernels(native)
         except BaseException:
             self.con.close()
             raise
-        self.dialect = DuckDBDialect()
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The native dialect when the extension loads, else the UDF one (`fallback` says why)."""
+        if native is False:
+            self.fallback = "the extension was not requested (native=False)"
+            return DuckDBDialect()
+        try:
+            duckdb_extension.load(self.con)
+            return DuckDBNativeDialect()
+        except BackendError as exc:
+            if native:
+                raise
+            self.fallback = str(exc)
+            warnings.warn(f"sparse-einsum runs DuckDB kernels as Python UDFs (slower): "
+                          f"{self.fallback}", RuntimeWarning, stacklevel=2)
+            return DuckDBDialect()
 
     def leftover_files(self) -> list[Path]:
         """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
