@@ -44,11 +44,33 @@ def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
 
 
+_NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64, pa.int32(): np.int32}
+
+
+def _from_arrow(array: pa.Array) -> np.ndarray:
+    """An arrow array as NumPy, zero-copy for numbers without NULLs (pyarrow's to_numpy
+    imports pandas, a second or more of a first call's wall time)."""
+    dtype = _NUMPY_TYPES.get(array.type)
+    if dtype is None or array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * np.dtype(dtype).itemsize)
+
+
+def _to_arrow(values: np.ndarray) -> pa.Array:
+    """A NumPy array of numbers as an arrow array without copying (pa.array imports pandas)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype not in (np.float64, np.int64, np.int32):
+        return pa.array(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
+
+
 def _numpy(array, part) -> np.ndarray:
     """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
     pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    parts = [part(c).to_numpy(zero_copy_only=False) for c in chunks]
+    parts = [_from_arrow(part(c)) for c in chunks]
     return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -63,18 +85,18 @@ def _packed(array) -> Packed:
     """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-    values = array.values.to_numpy(zero_copy_only=False)
+    offsets = _from_arrow(array.offsets).astype(np.int64)
+    values = _from_arrow(array.values)
     return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
         Packed(values, offsets)
 
 
 def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
     """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
-    offsets = pa.array(bounds, type=pa.int64() if bounds[-1] >= 1 << 31 else pa.int32()) \
-        if len(bounds) else pa.array([0], type=pa.int32())
+    bounds = np.asarray(bounds if len(bounds) else [0])
+    offsets = _to_arrow(bounds.astype(np.int64 if bounds[-1] >= 1 << 31 else np.int32))
     cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
-    return cls.from_arrays(offsets, pa.array(np.asarray(values, dtype=np.float64)))
+    return cls.from_arrays(offsets, _to_arrow(np.asarray(values, dtype=np.float64)))
 
 
 def _scalars(array) -> np.ndarray:
@@ -84,12 +106,14 @@ def _scalars(array) -> np.ndarray:
 def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
     rows, width = values.shape
-    offsets = pa.array(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
-                       if width else np.zeros(rows + 1, dtype=np.int32))
-    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    offsets = _to_arrow(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
+                        if width else np.zeros(rows + 1, dtype=np.int32))
+    flat = _to_arrow(np.ascontiguousarray(values, dtype=np.float64).reshape(-1))
     if mask is None:
         return pa.ListArray.from_arrays(offsets, flat)
-    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
+    bits = pa.py_buffer(np.packbits(np.asarray(mask, dtype=bool), bitorder="little"))
+    return pa.ListArray.from_arrays(offsets, flat, mask=pa.Array.from_buffers(
+        pa.bool_(), rows, [None, bits]))
 
 
 def connect(database: str, read_only: bool = False, native: bool = True
@@ -198,9 +222,10 @@ class DuckDBBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
+        columns = {c: _to_arrow(np.asarray(k, dtype=np.int64))
+                   for c, k in zip(rel.columns, blocks.keys)}
         if rel.is_scalar:
-            columns["val"] = pa.array(blocks.values)        # DOUBLE, or BIGINT for integers
+            columns["val"] = _to_arrow(blocks.values)       # DOUBLE, or BIGINT for integers
         elif rel.sparse:
             columns["val"] = _ragged_array(blocks.values, blocks.bounds)
         else:
@@ -300,7 +325,7 @@ class DuckDBBackend(Backend):
                 out = run_sparse_kernel(spec, inputs, sparse, constants)
             else:
                 out = run_kernel(spec, *inputs, constants=constants)
-            return _list_array(out) if use.returns_list else pa.array(out)
+            return _list_array(out) if use.returns_list else _to_arrow(out)
 
         params = [_type(is_list) for is_list in use.args_are_lists]
         udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
@@ -314,7 +339,7 @@ def _aggregate_udf(agg: str, expected: int):
     def udf(groups, counts):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = _from_arrow(groups.value_lengths())
         rows = _rows(groups.flatten())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         out = pairwise.reduceat(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
@@ -337,7 +362,7 @@ def _split_udf(spec: GatherSpec):
             else np.zeros((0, spec.sub_size))
         inner = _list_array(pieces, mask=~np.any(pieces != 0, axis=1))
         outer = np.arange(0, len(rows) * spec.positions + 1, spec.positions, dtype=np.int32)
-        return pa.ListArray.from_arrays(pa.array(outer), inner)
+        return pa.ListArray.from_arrays(_to_arrow(outer), inner)
     return udf
 
 
@@ -347,7 +372,7 @@ def _stack_udf(spec: GatherSpec, values_are_lists: bool):
     def udf(groups):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = _from_arrow(groups.value_lengths())
         items = groups.flatten()
         positions = _scalars(items.field("p")).astype(np.int64)
         values = items.field("v")
