@@ -181,14 +181,15 @@ class Session:
         return self._context
 
     def _params(self) -> CostParams:
-        return self.params or load_params(self.dialect.engine)
+        return self.params or load_params(self.dialect.name)
 
     def _model_options(self) -> dict:
         """The cost model's limits: memory cap (and where it comes from), payload sizes."""
         cap, source = self._memory_cap()
         return {"memory_cap": cap, "cap_source": source,
                 "max_payload_values": self.dialect.max_payload_values,
-                "sparse_payloads": self.dialect.sparse_payloads}
+                "sparse_payloads": self.dialect.sparse_payloads,
+                "bound_states": self.dialect.unspillable_state}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
@@ -317,7 +318,11 @@ class Session:
         runs = [self.run(p, count_tuples=True) for p in ranked] if analyze else None
         statements = [[pretty(s.sql, self.dialect) for s in self.compile(p).steps if s.sql]
                       for p in ranked] if sql else None
-        return explanation(self.dag, ranked, backend=self.dialect.engine, timings=self.timings,
+        kernels = self.dialect.kernels
+        if self.backend is not None and self.backend.fallback:
+            kernels += f" (fallback: {self.backend.fallback})"
+        return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,
+                           timings=self.timings,
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
                            memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))
