@@ -165,3 +165,9 @@ def test_format_auto_and_bad_formats(duck):
                       np.ndarray)
     with pytest.raises(PlanError, match="format 'csr'"):
         se.einsum("ij->ij", m, backend=duck, format="csr")
+
+
+def test_paths_must_be_known():
+    with pytest.raises(PlanError, match="paths 'dp'"):
+        einsum_session("ij,jk,kl->il", np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)),
+                       backend=None, dialect=DuckDBDialect(), paths="dp")
