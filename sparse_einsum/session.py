@@ -150,12 +150,13 @@ class Session:
         """Statistics of every input: exact for arrays, by SQL for imported data, assumed
         (uniform, ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
+        counted = {id(inp.value): self._input_stats[name] for name, inp in self.inputs.items()
+                   if name in self._input_stats and isinstance(inp, ArrayInput)}
         for name, inp in self.inputs.items():
             if name not in self._input_stats:       # one data object given twice: counted once
-                same = next((self._input_stats[n] for n, other in self.inputs.items()
-                             if n in self._input_stats and isinstance(other, ArrayInput)
-                             and other.value is inp.value), None)
-                self._input_stats[name] = same or exact_stats(inp.value)
+                if id(inp.value) not in counted:
+                    counted[id(inp.value)] = exact_stats(inp.value)
+                self._input_stats[name] = counted[id(inp.value)]
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}
 
