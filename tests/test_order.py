@@ -86,8 +86,9 @@ def _operands(subscripts: str, sparse: tuple[int, ...], n: int = 24):
 
 @pytest.mark.parametrize("subscripts,sparse", SMALL_PRODUCTS)
 def test_order_and_decompositions_equal_brute_force(subscripts, sparse):
-    """min over paths of the DP's best plan equals brute force over (path x decomposition),
-    and the session's optimal plan is that plan."""
+    """Per path the DP's price equals brute force over its decompositions, and the
+    session's optimal plan costs the minimum of brute force over (path x decomposition):
+    the pruning of four-operand trees by estimated work keeps the best tree here."""
     ops = _operands(subscripts, sparse)
     dialect = DuckDBBuiltinDialect() if subscripts in FOUR else DuckDBDialect()
     with einsum_session(subscripts, *ops, backend=None, dialect=dialect) as session:

@@ -3,23 +3,24 @@
 The paper leaves the order to opt_einsum, which sees only shapes: for SDDMM,
 ``OUT[i,j] = sum_k X[i,k] M[i,j] Y[j,k]``, its path multiplies X and Y first (a dense
 i x j product, masked afterwards). Here a product of three or more tensors is lowered
-along the path whose best plan the cost model prices lowest: every contraction tree for
-up to ENUMERATE operands (the PRICED ones of least estimated work: relational join plus
-output tuples over the path's vertices), and opt_einsum's path; beyond, opt_einsum's
-path and a sparse greedy one (at each step the pair of least estimated work). Each is
-priced by the DP over decompositions of the product's own vertices (each label promoted
-or demoted: the paper's space; tiles are chosen afterwards, for the whole program), its
-operands taken as inputs with their statistics (exact, or propagated from earlier
-statements), so order and decompositions are chosen together (min over paths of min
-over plans).
+along the path whose best plan the cost model prices lowest. The candidates are
+opt_einsum's path and, for up to ENUMERATE operands, the PRICED contraction trees of
+least estimated work (relational join plus output tuples over the tree's vertices, all
+trees ranked), beyond that a sparse greedy path (at each step the pair of least
+estimated work). Each candidate is priced by the DP over decompositions of the
+product's own vertices (each label promoted or demoted: the paper's space; tiles are
+chosen afterwards, for the whole program), its operands taken as inputs with their
+statistics (exact, or propagated from earlier statements), so order and decompositions
+are chosen together: min over paths of min over plans.
+
 A product of dense tensors (DENSE) keeps opt_einsum's path, which minimises the flops.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from math import prod
 from dataclasses import dataclass, field
+from math import prod
 from typing import Iterator
 
 from ..cost import CostParams
@@ -58,9 +59,9 @@ class SparsePaths:
     def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
                  const: float = 1.0) -> ContractionPath:
         self._catch_up(dag)
-        if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
-            return dense_path(dag, operands, target)     # nothing sparse: opt_einsum's path
         dense = dense_path(dag, operands, target)
+        if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
+            return dense                        # nothing sparse: opt_einsum's path
         if len(operands) <= ENUMERATE:
             trees = sorted(all_paths(len(operands)),
                            key=lambda path: self.work(dag, operands, path, target))
