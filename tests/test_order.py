@@ -88,7 +88,8 @@ def _operands(subscripts: str, sparse: tuple[int, ...], n: int = 24):
 def test_order_and_decompositions_equal_brute_force(subscripts, sparse):
     """Per path the DP's price equals brute force over its decompositions, and the
     session's optimal plan costs the minimum of brute force over (path x decomposition):
-    the pruning of four-operand trees by estimated work keeps the best tree here."""
+    the pruning of four-operand trees by estimated work keeps the best tree here (labels
+    of at most 24 have no tile sizes, so pricing without tiles is the full space)."""
     ops = _operands(subscripts, sparse)
     dialect = DuckDBBuiltinDialect() if subscripts in FOUR else DuckDBDialect()
     with einsum_session(subscripts, *ops, backend=None, dialect=dialect) as session:
