@@ -48,12 +48,16 @@ DEFAULT_PARAMS = {
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs)
+    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs);
+    # c_sparse: its kernel over packed payloads (calibrate.sparse_seconds_per_flop, median of
+    # 3; scipy 3.4e-9 alongside)
     "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=2.5e-10, c_fixed=3.7e-8, c_add=2.6e-8,
-                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
-    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS)
+                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
+                                c_sparse=2.8e-9),
+    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS);
+    # c_sparse as for duckdb-native
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.7e-10, c_fixed=8.7e-7, c_add=1.0e-12,
-                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
+                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9),
 }
 
 
