@@ -114,19 +114,9 @@ def _native_sparse_seconds_per_flop(db, repeats: int, rng: np.random.Generator,
                                              f"JOIN se_cal_d AS d ON s.{key} = d.{other}",
                                temporary=True)
     matrix = sp.random(*shape, density=25 / n, format="csr", random_state=rng)
-    times = []
-    try:
-        db.load(tiles, decompose(matrix, tiles.tiling, sparse=True))
-        db.load(dense, decompose(rng.normal(size=(rows * n, width)), dense.tiling))
-        for _ in range(repeats + 1):
-            start = time.perf_counter()
-            db.execute(create)
-            times.append(time.perf_counter() - start)
-            db.execute("DROP TABLE se_cal_out")
-    finally:
-        for rel in (tiles, dense):
-            db.drop(rel)
-    return statistics.median(times[1:]) / (2 * matrix.nnz * width)
+    inputs = {tiles: decompose(matrix, tiles.tiling, sparse=True),
+              dense: decompose(rng.normal(size=(rows * n, width)), dense.tiling)}
+    return _statement_seconds(db, create, inputs, repeats) / (2 * matrix.nnz * width)
 
 
 def _native_seconds_per_flop(db, repeats: int, n: int = 512, rows: int = 256) -> float:
@@ -140,19 +130,28 @@ def _native_seconds_per_flop(db, repeats: int, n: int = 512, rows: int = 256) ->
     key = db.dialect.q(vectors.column(0))
     create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val FROM se_cal_v AS v "
                                              "CROSS JOIN se_cal_m AS m", temporary=True)
+    inputs = {matrix: Blocks([], rng.normal(size=(1, n * n))),
+              vectors: Blocks([np.arange(rows)], rng.normal(size=(rows, n)))}
+    return _statement_seconds(db, create, inputs, repeats) / (2 * rows * n * n)
+
+
+def _statement_seconds(db, create: str, inputs: dict[TableRelation, Blocks], repeats: int
+                       ) -> float:
+    """Median seconds of `create` (making se_cal_out) on the loaded `inputs`, after a
+    warm-up run; the tables are dropped after."""
     times = []
     try:
-        db.load(matrix, Blocks([], rng.normal(size=(1, n * n))))
-        db.load(vectors, Blocks([np.arange(rows)], rng.normal(size=(rows, n))))
+        for rel, blocks in inputs.items():
+            db.load(rel, blocks)
         for _ in range(repeats + 1):
             start = time.perf_counter()
             db.execute(create)
             times.append(time.perf_counter() - start)
             db.execute("DROP TABLE se_cal_out")
     finally:
-        for rel in (matrix, vectors):
+        for rel in inputs:
             db.drop(rel)
-    return statistics.median(times[1:]) / (2 * rows * n * n)
+    return statistics.median(times[1:])
 
 
 def _numpy_seconds_per_flop(repeats: int) -> float:

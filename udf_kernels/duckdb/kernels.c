@@ -211,12 +211,6 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 	int64_t		finite_len = 0;		/* ... and its length */
 	char		err[SE_ERRLEN];
 
-	for (int k = 0; k < ki->arity; k++)
-		if (ks->packed[k] && (dense[k] = (double *) malloc(sizeof(double) * (size_t) (ks->need[k] > 0 ? ks->need[k] : 1))) == NULL)
-		{
-			fn_error(info, "%s: out of memory", ki->name);
-			goto done;
-		}
 	for (idx_t row = lo; row < hi; row++)
 	{
 		const double *x[2] = {in[0][row], in[1][row]};
@@ -245,6 +239,13 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 		{
 			if (!ks->packed[k])
 				continue;
+			if (dense[k] == NULL &&		/* on first need: the dense form may be huge */
+				(dense[k] = (double *) malloc(sizeof(double) * (size_t) (ks->need[k] > 0 ? ks->need[k] : 1))) == NULL)
+			{
+				fn_error(info, "%s: out of memory densifying input %s (%lld elements)", ki->name,
+						 k ? "b" : "a", (long long) ks->need[k]);
+				goto done;
+			}
 			if (ks->need[k] > 0 && !se_unpack(x[k], n[k], ks->need[k], dense[k], err))
 			{
 				fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, k ? "b" : "a",
