@@ -263,7 +263,8 @@ def test_loading_inputs_is_priced_once_per_decomposition():
 def test_unspillable_states_beyond_the_memory_cap_choose_another_plan(duck):
     """The DuckDB extension's aggregate states live outside DuckDB's buffer manager: when
     groups x state size would exceed the memory cap, the optimizer takes another plan
-    (here relational) where the UDF path, whose states DuckDB can spill, keeps the same."""
+    (here relational or one without states) where the UDF path, whose states DuckDB can
+    spill, keeps the same."""
     a = sp.random(20000, 300, density=0.01, format="csr", random_state=1)
     h = np.random.default_rng(0).normal(size=(300, 8))
     program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\noutput Y"
@@ -277,8 +278,9 @@ def test_unspillable_states_beyond_the_memory_cap_choose_another_plan(duck):
                                            atol=1e-12)
             return plan.keyed(session.dag, session.dag.vertex("Y"))
 
-    assert chosen(backend=duck) == {"i", "j"}
-    assert chosen(backend=duck, memory_cap=cap) == {"i", "j", "f"}
+    assert "f" not in chosen(backend=duck)
+    # not IJ,Jf->If (its states exceed the cap): relational, or A packed sparse (no states)
+    assert chosen(backend=duck, memory_cap=cap) in ({"i", "j", "f"}, {"i"})
     assert "f" not in chosen(backend=None, dialect=DuckDBDialect(), memory_cap=cap)
     with Session(program, {"A": a, "H": h}, backend=duck, memory_cap=cap) as session:
         assert not session.optimizer().price(session.plan("IJ,Jf->If")).fits
