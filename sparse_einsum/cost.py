@@ -15,7 +15,8 @@ from .program.dag import Dag, Vertex
 from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
 from .tiling import (
-    Tiling, key_range, keyed_axes, pads, payload_axes, payload_size, tile_distinct,
+    Tiling, key_range, keyed_axes, middle_tiling, pads, payload_axes, payload_size,
+    tile_distinct,
 )
 
 
@@ -113,21 +114,16 @@ def _payload_bytes(tiling: Tiling) -> float:
     return 8.0 * payload_size(tiling) if payload_axes(tiling) else 0.0
 
 
-def _middle(have: Tiling, need: Tiling) -> Tiling:
-    """A repartition's intermediate tiling: axes whose tile size changes are promoted."""
-    return tuple(h if h == n else 1 for h, n in zip(have, need))
-
-
 class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
                  max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
                  scalars_only: bool = False, sparse_payloads: bool = True,
-                 max_state_bytes: float | None = None):
+                 max_state_bytes: float | None = None, packed_stacks: bool = False):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values, self.scalars_only = max_payload_values, scalars_only
-        self.sparse_payloads = sparse_payloads
+        self.sparse_payloads, self.packed_stacks = sparse_payloads, packed_stacks
         self.state_cap = max_state_bytes     # all groups' array aggregate states (None: spillable)
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
@@ -307,15 +303,21 @@ class CostModel:
     # -- repartition ----------------------------------------------------------
     def repartition(self, tensor: str, have: Tiling, need: Tiling, sparse: bool = False) -> float:
         """C_repart: split the axes whose tile size changes into scalars, then stack them
-        (and pack the payloads sparse)."""
+        (and pack the payloads sparse; scalars straight into packed payloads where the
+        engine can)."""
         stats = self.stats[tensor]
+        middle = middle_tiling(have, need)
+        moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
+        cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
+        if sparse and self.packed_stacks and middle != need and not payload_axes(middle):
+            # each scalar is sorted into its payload (two list entries), each payload written
+            return cost + stats.tuples(middle) * (16.0 * self.p.c_xfer + self.p.c_fixed) + \
+                stats.tuples(need) * (self.payload_bytes(tensor, need, True) * self.p.c_xfer
+                                      + self.p.c_fixed)
         pack = stats.tuples(need) * (_payload_bytes(need) * self.p.c_xfer + self.p.c_fixed) \
             if sparse else 0.0
         if have == need:
             return pack
-        middle = _middle(have, need)
-        moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
-        cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
         if middle != need and payload_axes(need):     # stacked into arrays
             cost += stats.tuples(need) * self.p.c_group
             states = stats.tuples(need) * 8.0 * payload_size(need)

@@ -9,7 +9,7 @@ from .stats.tensor_stats import TensorStats
 
 
 def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
-                timings: dict[str, float],
+                timings: dict[str, float], fused: list[tuple[str, str]],
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
                 memory_cap: tuple[float, str], runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
@@ -22,6 +22,7 @@ def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
         "memory_cap": {"bytes": memory_cap[0], "source": memory_cap[1]},
         "inputs": {n: {"shape": list(s.shape), "nnz": s.nnz, "distinct": list(s.distinct)}
                    for n, s in input_stats.items()},
+        "fused": [{"statement": a, "into": b} for a, b in fused],
         "plans": [_describe(dag, plan, rank) for rank, plan in enumerate(plans, 1)],
     }
     for entry, run in zip(result["plans"], runs or []):
@@ -78,6 +79,9 @@ def format_explanation(result: dict) -> str:
              f"{format_size(result['memory_cap']['bytes'])} per tuple and kernel call "
              f"({result['memory_cap']['source']})",
              f"kernels: {result['kernels']}"]
+    if result["fused"]:
+        lines.append("products ordered together: " + ", ".join(
+            f"{f['statement']} into {f['into']}" for f in result["fused"]))
     for plan in result["plans"]:
         title = f"plan {plan['rank']} ({plan['name']}): estimated cost {plan['cost']:.4g}"
         if "seconds" in plan:

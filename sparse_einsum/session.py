@@ -39,6 +39,7 @@ from .optimizer.order import SparsePaths
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
 from .program.dag import Dag, Operand
+from .program.fuse import fuse_products
 from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
@@ -99,6 +100,7 @@ class Session:
         self._context: OptimizerContext | None = None
         self._paths: SparsePaths | None = None
         self._compiled = 0
+        self.fused: list[tuple[str, str]] = []   # (statement, statement it was fused into)
         self.timings = {"statistics_seconds": 0.0, "optimize_seconds": 0.0,
                         "order_seconds": 0.0}
         try:
@@ -106,7 +108,11 @@ class Session:
             with self._stage(f"lowering {len(self.program.statements)} statements"):
                 if paths not in PATHS:
                     raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
-                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes),
+                program = self.values.program
+                if paths == "cost":         # chains of products ordered as one
+                    program, self.fused = fuse_products(
+                        program, lambda name: self.stats()[name].finite)
+                self.dag = lower(program, infer_bounds(program, shapes),
                                  self._choose_path if paths == "cost" else None)
         except BaseException as exc:
             self.close(exc)
@@ -190,6 +196,7 @@ class Session:
         return {"memory_cap": cap, "cap_source": source,
                 "max_payload_values": self.dialect.max_payload_values,
                 "sparse_payloads": self.dialect.sparse_payloads,
+                "packed_stacks": bool(self.dialect.packed_stack_sql),
                 "bound_states": self.dialect.unspillable_state}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
@@ -323,7 +330,7 @@ class Session:
         if self.backend is not None and self.backend.fallback:
             kernels += f" (fallback: {self.backend.fallback})"
         return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,
-                           timings=self.timings,
+                           timings=self.timings, fused=self.fused,
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
                            memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))

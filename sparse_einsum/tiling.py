@@ -45,6 +45,11 @@ def payload_size(tiling: Tiling) -> int:
     return prod(payload_dims(tiling))
 
 
+def middle_tiling(have: Tiling, need: Tiling) -> Tiling:
+    """A repartition's intermediate tiling: axes whose tile size changes are promoted."""
+    return tuple(h if h == n else 1 for h, n in zip(have, need))
+
+
 def key_range(b: int, n: int) -> int:
     """How many values a key column of tile size b takes on an axis of size n."""
     return ceil(n / b)

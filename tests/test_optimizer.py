@@ -60,8 +60,9 @@ PARAMS = [DEFAULT_PARAMS["duckdb"], CostParams(1e-8, 1e-10, 1e-6, 1e-9),
 
 
 def _session(program, data, **options) -> Session:
-    """A session that only plans (no database)."""
-    return Session(program, data, backend=None, dialect=DuckDBDialect(), **options)
+    """A session that only plans (no database), statements as written (not fused)."""
+    return Session(program, data, backend=None, dialect=DuckDBDialect(),
+                   **{"paths": "opt_einsum", **options})
 
 
 def _einsum(subscripts: str, data: dict) -> Session:

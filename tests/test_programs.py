@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from sparse_einsum import Session
 from sparse_einsum.optimizer.strategies import STRATEGIES
+from sparse_einsum.plan import Choice, Plan
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.reference import evaluate
 
@@ -127,3 +128,78 @@ def test_missing_tuples_are_zeros_for_max(backend):
         for spec in ["relational", "dense", "Ij->I", "iJ->i"]:
             got = session.run(spec).outputs["M"]
             np.testing.assert_array_equal(got, [0.0, -1.0, 0.0])
+
+
+@pytest.mark.parametrize("tile", [1, 4])
+def test_scalars_stacked_straight_into_packed_payloads(tile, backend):
+    """A relational intermediate read with packed sparse payloads (rows whole, or tiles of
+    4 rows with an edge tile) is packed by one aggregate, without a dense stack; NumPy's
+    values under a plan that forces it."""
+    program = load_program("""
+        input d[i]
+        input A[i,j]
+        input X[j,f]
+        N[i,j] = d[i] * A[i,j]
+        Y[i,f] = N[i,j] * X[j,f]
+        output Y
+        """)
+    data = dict(d=rng.normal(size=10), A=sp.csr_matrix(sparse((10, 7), 0.2)),
+                X=rng.normal(size=(7, 3)))
+    expected = evaluate(program, data)["Y"]
+    with Session(program, data, backend=backend, paths="opt_einsum") as session:  # N stays
+        if not session.dialect.packed_stack_sql:
+            pytest.skip(f"{session.dialect.name} has no packed stacks")
+        plan = Plan({"N": Choice.of({"i": 1, "j": 1}),
+                     "Y": Choice.of({"i": tile, "j": 7, "f": 3}, sparse=[0])}, name="forced")
+        labels = [step.label for step in session.compile(plan).steps]
+        assert f"stack ~N[{'I' if tile == 1 else 'I/4'},j]" in labels, labels
+        got = session.run(plan).outputs["Y"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+GCN_CHAIN = """
+    input A[i,j]
+    input X[j,f]
+    input W[f,h]
+    AX[i,f] = A[i,j] * X[j,f]
+    Z[i,h] = AX[i,f] * W[f,h]
+    output Z
+    """
+
+
+def test_a_product_read_once_by_a_product_is_ordered_with_it(duck):
+    """AX is fused into Z, whose order multiplies X by W first (the sparse A last); NumPy's
+    values and dtype."""
+    data = dict(A=sp.random(60, 60, density=0.05, random_state=1, format="csr"),
+                X=rng.normal(size=(60, 30)), W=rng.normal(size=(30, 4)))
+    with Session(GCN_CHAIN, data, backend=duck) as session:
+        assert "AX" not in {v.name for v in session.dag.vertices}
+        assert session.explain(top=1)["fused"] == [{"statement": "AX", "into": "Z"}]
+        first = session.dag.vertices[0]
+        assert {o.tensor for o in first.operands} == {"X", "W"}, session.dag.vertices
+        got = session.run().outputs["Z"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, data["A"] @ data["X"] @ data["W"], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_products_of_non_finite_tensors_keep_the_program_order(bad, duck):
+    """inf and NaN may come out differently in another order: such chains stay as written,
+    and their values are NumPy's."""
+    data = dict(A=sp.random(20, 20, density=0.1, random_state=2, format="csr"),
+                X=rng.normal(size=(20, 5)), W=rng.normal(size=(5, 3)))
+    data["W"][1, 2] = bad
+    with Session(GCN_CHAIN, data, backend=duck) as session:
+        assert "AX" in {v.name for v in session.dag.vertices}
+        got = session.run().outputs["Z"]
+    expected = evaluate(load_program(GCN_CHAIN), data)["Z"]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_the_written_order_is_kept_with_opt_einsum_paths(duck):
+    data = dict(A=sp.random(20, 20, density=0.1, random_state=3, format="csr"),
+                X=rng.normal(size=(20, 5)), W=rng.normal(size=(5, 3)))
+    with Session(GCN_CHAIN, data, backend=duck, paths="opt_einsum") as session:
+        assert "AX" in {v.name for v in session.dag.vertices}

@@ -33,6 +33,8 @@ _LIST = sqltypes.DuckDBPyType(list[float])
 # database files this package creates are readable by DuckDB from this version on (the
 # duckdb shell on PyPI, duckdb-cli, is at 1.5 while the Python package is at 2.0)
 STORAGE_VERSION = "v1.5.0"
+# rows per Arrow batch of a loaded input (DuckDB scans batches in parallel)
+LOAD_BATCH_ROWS = 16384
 _SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
 
 
@@ -167,6 +169,7 @@ class DuckDBBackend(Backend):
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
                  read_only: bool = False, native: bool | None = None):
+        self._registered: set[str] = set()     # loaded inputs: Arrow tables scanned in place
         if connection is None:
             self.con = connect(database, read_only=read_only, native=native is not False)
         else:
@@ -231,12 +234,19 @@ class DuckDBBackend(Backend):
         else:
             columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
                                          .reshape(len(blocks), rel.sub_size))
-        view = f"{rel.table}_arrow"
-        self.con.register(view, pa.table(columns))
-        try:
-            self.con.execute(self.dialect.create(rel.table, f'SELECT * FROM "{view}"'))
-        finally:
-            self.con.unregister(view)
+        # scanned in place by the statements (copying it into a table took longer than
+        # every scan of it), in batches that DuckDB's threads share
+        table = pa.table(columns)
+        self.con.register(rel.table, pa.Table.from_batches(
+            table.to_batches(max_chunksize=LOAD_BATCH_ROWS), table.schema))
+        self._registered.add(rel.table)
+
+    def drop(self, rel: TableRelation) -> None:
+        if rel.table in self._registered:
+            self._registered.discard(rel.table)
+            self.con.unregister(rel.table)
+        else:
+            super().drop(rel)
 
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))

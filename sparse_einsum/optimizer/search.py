@@ -22,8 +22,12 @@ from ..plan import Choice
 from ..program.dag import Dag, Vertex
 from ..tiling import Tiling, tile_sizes
 
-# shared tensors are optimised jointly while this many output decompositions combine
-JOINT_LIMIT = 4096
+# shared tensors are optimised jointly (one DP per combination of their decompositions)
+# while this many combine; beyond, one DP with wide top-k lists (each DP takes 0.01-0.3 s)
+JOINT_LIMIT = 16
+# ... and an input read by several vertices jointly when one of its loads costs more than
+# this share of the best plan found without (cheaper loads: the DP's merges count them once)
+JOINT_LOAD_SHARE = 0.02
 # a vertex with up to this many labels tries every subset of them as its promoted labels
 ALL_SUBSETS = 8
 # a vertex tries every combination of tile sizes while there are at most this many
@@ -73,11 +77,14 @@ class Partial:
     copied: a merge costs the shared part's size, not the plan's, so the DP is linear on
     tree-shaped programs of any length.
     """
-    __slots__ = ("total", "checked", "counted", "parts", "signature")
+    __slots__ = ("total", "checked", "counted", "parts", "signature", "rank_key")
 
     def __init__(self, total: float, checked: dict[str, Choice],
                  counted: dict[CostItem, float], parts: tuple, signature: int):
         self.total = total
+        # the total to 12 digits: plans whose costs differ only by rounding tie (and keep
+        # the order they were found in)
+        self.rank_key = float(f"{total:.12g}")
         self.checked, self.counted = checked, counted   # never mutated after construction
         self.parts = parts            # Partials and (item, cost, choice or None) entries
         self.signature = signature    # sum of the choices' hashes: identifies the choice set
@@ -144,12 +151,6 @@ class Partial:
     def costs(self) -> dict[CostItem, float]:
         """Every cost item once."""
         return self._collect()[1]
-
-    @property
-    def rank_key(self) -> float:
-        """The total to 12 digits: plans whose costs differ only by rounding tie (and keep
-        the order they were found in)."""
-        return float(f"{self.total:.12g}")
 
 
 def _choice_hash(choice: Decision) -> int:
@@ -219,7 +220,8 @@ class SearchSpace:
     def __init__(self, dag: Dag, model: CostModel, stored: dict[str, Tiling],
                  tiled: bool = True):
         self.dag, self.model, self.stored, self.tiled = dag, model, stored, tiled
-        self._moves: dict[tuple[str, Tiling | None, Tiling], float] = {}
+        self._moves: dict[tuple[str, Tiling | None, Tiling, bool], float] = {}
+        self._items: dict[tuple, dict[CostItem, float]] = {}     # move_items, cached
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
 
     @cached_property
@@ -285,10 +287,12 @@ class SearchSpace:
     def move_items(self, tensor: str, have: Tiling, need: Tiling, consumer: str,
                    sparse: bool) -> dict[CostItem, float]:
         """The repartition from a tensor's tiling to the one (and format) a consumer needs."""
-        if have == need and not sparse:
-            return {}
-        return {RepartitionItem(tensor, have, need, consumer, sparse):
-                self.repartition(tensor, have, need, sparse)}
+        key = (tensor, have, need, consumer, sparse)
+        found = self._items.get(key)
+        if found is None:
+            found = self._items[key] = {} if have == need and not sparse else {
+                RepartitionItem(*key): self.repartition(tensor, have, need, sparse)}
+        return found
 
     def operand_items(self, v: Vertex, choice: dict[str, Choice]) -> dict[CostItem, float]:
         """Loads and repartitions the operands of `v` need under complete `choice`."""
@@ -351,9 +355,9 @@ class SearchSpace:
 def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     """Top-k plans. Tensors consumed more than once are enumerated jointly (exact for the
     cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
-    tiling, and for an array input read more than once, the decomposition loaded for
-    several readers (paid once, outside the DP). Beyond, the DP runs with wide top-k lists
-    and keeps consistent merges only. With more than SHARED_LIMIT shared vertices (long
+    tiling, and for an array input read more than once whose loads are not negligible
+    (JOINT_LOAD_SHARE), the decomposition loaded for several readers (paid once, outside
+    the DP). Beyond, the DP runs with wide top-k lists and keeps consistent merges only. With more than SHARED_LIMIT shared vertices (long
     programs reusing their results) the DP's merges would grow with the program: greedy's
     plan, found in linear time, is returned."""
     if len(space.shared) > SHARED_LIMIT:
@@ -361,14 +365,25 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
-    inputs = [t for t in dag.inputs if t not in space.stored and len(dag.consumers(t)) > 1]
-    loads = [[None] + sorted({LoadItem(t, c.tiling(o.labels), n in c.sparse)
-                              for v in dag.consumers(t) for c in space.options[v.name]
-                              for n, o in enumerate(v.operands) if o.tensor == t}, key=repr)
-             for t in inputs]
-    if prod(len(o) for o in outs + loads) > JOINT_LIMIT:
+    free = space.run_dp(k, {})
+    if not free:
+        return free
+    loads = []
+    for t in dag.inputs:
+        if t in space.stored or len(dag.consumers(t)) < 2:
+            continue
+        items = {LoadItem(t, c.tiling(o.labels), n in c.sparse) for v in dag.consumers(t)
+                 for c in space.options[v.name] for n, o in enumerate(v.operands) if o.tensor == t}
+        # a load that every plan could pay twice at little cost is left to the DP's merges
+        if max(space.repartition(i.tensor, None, i.tiling, i.sparse) for i in items) \
+                > JOINT_LOAD_SHARE * free[0].total:
+            loads.append([None] + sorted(items, key=repr))
+    combinations = prod(len(o) for o in outs + loads)
+    if combinations == 1:
+        return free
+    if combinations > JOINT_LIMIT:
         return space.run_dp(max(k, 16), {})[:k]
-    found = []
+    found = list(free)
     for fixed in itertools.product(*outs):
         for prepaid in itertools.product(*loads):
             space.prepaid = frozenset(p for p in prepaid if p is not None)

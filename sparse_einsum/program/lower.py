@@ -18,7 +18,7 @@ import opt_einsum
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
 from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs,
-                    fold, nodes)
+                    fold, product_factors)
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -108,7 +108,7 @@ class _Lowerer:
 
     def _value(self, expr: Expr, target: _Target) -> Operand:
         """Lower `expr`, aggregated onto the target's labels."""
-        factors = _product_factors(expr)
+        factors = product_factors(expr)
         if factors is not None and target.agg == "sum":
             refs, const = factors
             if len(refs) >= 3 or (len(refs) == 2 and const == 1.0):
@@ -232,17 +232,3 @@ def _signed_terms(expr: Expr) -> list[tuple[int, Expr]]:
 
 def _letters(sizes: dict[str, int]) -> dict[str, str]:
     return {l: opt_einsum.get_symbol(k) for k, l in enumerate(sizes)}
-
-
-def _product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
-    """(refs, constant) when `expr` is a product of references and constants."""
-    refs: list[Ref] = []
-    const = 1.0
-    for node in nodes(expr):
-        if isinstance(node, Ref):
-            refs.append(node)
-        elif isinstance(node, Const):
-            const *= node.value
-        elif not (isinstance(node, Binary) and node.op == "*"):
-            return None
-    return refs, const

@@ -121,6 +121,20 @@ def expr_refs(expr: Expr) -> list[Ref]:
     return [node for node in nodes(expr) if isinstance(node, Ref)]
 
 
+def product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
+    """(refs, constant) when `expr` is a product of references and constants."""
+    refs: list[Ref] = []
+    const = 1.0
+    for node in nodes(expr):
+        if isinstance(node, Ref):
+            refs.append(node)
+        elif isinstance(node, Const):
+            const *= node.value
+        elif not (isinstance(node, Binary) and node.op == "*"):
+            return None
+    return refs, const
+
+
 def expr_labels(expr: Expr) -> list[str]:
     """Distinct labels of an expression in order of first appearance."""
     seen: dict[str, None] = {}

@@ -12,7 +12,7 @@ from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..plan import Plan
-from ..tiling import Tiling, key_range, payload_axes, render
+from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES
 from .dialect import Dialect
@@ -76,12 +76,16 @@ class Compiler:
         if tensor in self.dag.inputs and tensor not in self.stored:
             rel = self._new_rel(tensor, tiling, sparse)
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
-        elif sparse:
-            rel = self._sparsify(self.relation(tensor, tiling))
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
                 self.plan.output_tiling(self.dag.vertex(tensor))
-            rel = self._repartition(self.relation(tensor, have), tiling)
+            middle = middle_tiling(have, tiling)
+            if sparse and self.d.packed_stack_sql and middle != tiling and not payload_axes(middle):
+                rel = self._stack(self.relation(tensor, middle), tiling, packed=True)
+            elif sparse:
+                rel = self._sparsify(self.relation(tensor, tiling))
+            else:
+                rel = self._repartition(self.relation(tensor, have), tiling)
         self.relations[key] = rel
         return rel
 
@@ -275,7 +279,7 @@ class Compiler:
     def _repartition(self, rel: TableRelation, target: Tiling) -> TableRelation:
         """Explode the axes whose tile size changes into one key per index, then stack
         them into the target's tiles (section 6, at any tile size)."""
-        middle = tuple(h if h == t else 1 for h, t in zip(rel.tiling, target))
+        middle = middle_tiling(rel.tiling, target)
         if middle != rel.tiling:
             rel = self._explode(rel, middle)
             self.relations[(rel.tensor, rel.tiling, False)] = rel
@@ -311,25 +315,27 @@ class Compiler:
                                f"explode {self._tiling_label(rel.tensor, middle)}"))
         return out
 
-    def _stack(self, rel: TableRelation, target: Tiling) -> TableRelation:
-        """Group the promoted axes that get a payload in `target` into its tiles."""
+    def _stack(self, rel: TableRelation, target: Tiling, packed: bool = False) -> TableRelation:
+        """Group the promoted axes that get a payload in `target` into its tiles (`packed`:
+        scalars straight into packed sparse payloads)."""
         d, q = self.d, self.d.q
         moved = tuple(a for a in rel.keyed if rel.tiling[a] == 1 and target[a] > 1)
-        out = self._new_rel(rel.tensor, target)
+        out = self._new_rel(rel.tensor, target, sparse=packed)
         spec = stack_spec(rel.tiling, target, moved)
         b = StepBuilder(self.prefix, self._kernels)
         steps = [prod(spec.new_dims[k + 1:]) for k in range(len(moved))]
         offsets = [f"{q(rel.column(a))} % {target[a]}" if a in out.keyed else q(rel.column(a))
                    for a in moved]
         position = " + ".join(f"({o}) * {s}" for o, s in zip(offsets, steps))
-        value = d.stack(b, spec, "val", f"({position})", not rel.is_scalar)
+        value = (d.stack_packed(f"({position})", "val") if packed else
+                 d.stack(b, spec, "val", f"({position})", not rel.is_scalar))
         keys = [f"{d.idiv(q(rel.column(a)), target[a])} AS {q(out.column(a))}" if a in moved
                 else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
         sql = self._create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
                                       f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
         self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"stack {self._tiling_label(rel.tensor, target)}"))
+                               f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}"))
         return out
 
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:

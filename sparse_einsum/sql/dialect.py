@@ -47,6 +47,9 @@ class Dialect:
     broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
     max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
     sparse_payloads: ClassVar[bool] = True       # payloads may be packed sparse
+    # aggregate packing scalars at flat offsets {pos} with values {val} into one packed
+    # sparse payload per group, offsets ascending ("": dense stack, then sparsify)
+    packed_stack_sql: ClassVar[str] = ""
     unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
@@ -119,6 +122,10 @@ class Dialect:
     def sparsify(self, step: StepBuilder, value: str) -> str:
         """A dense payload packed sparse."""
         raise PlanError(f"{self.name} SQL has no sparse payloads")
+
+    def stack_packed(self, position: str, value: str) -> str:
+        """Aggregate expression packing scalar values at flat `position`s sparse."""
+        return self.packed_stack_sql.format(pos=position, val=value)
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:

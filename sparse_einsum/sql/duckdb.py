@@ -65,6 +65,8 @@ class _DuckDBSQL(Dialect):
     range_sql = "range({n}) AS r_{col}({col})"
     zero_sql = _ZERO
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
+    packed_stack_sql = ("list_concat(list(CAST({pos} AS DOUBLE) ORDER BY {pos}), "
+                        "list(CAST({val} AS DOUBLE) ORDER BY {pos}))")
 
     def with_missing_zeros(self, result: str, agg: str, count: str | None, expected: int
                            ) -> str:

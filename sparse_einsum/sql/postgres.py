@@ -22,6 +22,8 @@ class PostgresDialect(NativeDialect):
     finite_sql = "({x} NOT IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8))"
     isnan_sql = "({x} = 'NaN'::float8)"
     array_of_scalar = "ARRAY[{}]"
+    packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
+                        "|| array_agg({val} ORDER BY {pos})")
     kernels = "native C: the sparse_einsum_kernels extension (OpenBLAS for matrix products)"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
