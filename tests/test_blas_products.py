@@ -1,6 +1,7 @@
 """Matrix products large enough to run with BLAS in both engines' native kernels, against
-NumPy (values and dtype; inf and NaN operands, where 0 x inf is NaN), and the DuckDB
-extension built without BLAS (SPARSE_EINSUM_BLAS=0), whose C loops must give the same."""
+NumPy (values and dtype; inf and NaN operands, where 0 x inf is NaN), the DuckDB
+extension built without BLAS (SPARSE_EINSUM_BLAS=0), whose C loops must give the same,
+and the cost of matrix-product kernels (c_gemm)."""
 from __future__ import annotations
 
 import os
@@ -12,8 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparse_einsum import einsum
+from sparse_einsum import Session, einsum
+from sparse_einsum.api import einsum_session
 from sparse_einsum.backends import duckdb_extension
+from sparse_einsum.cost import CostModel, CostParams
+from sparse_einsum.plan import Choice
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,6 +69,26 @@ def test_the_extension_names_its_blas(duck):
     blas = duck.query("SELECT se_extension_blas()")[0][0]
     assert blas == ("OpenBLAS" if duckdb_extension.blas_flags(duckdb_extension._compiler())
                     else None)
+    kernels = einsum_session("ij,jk->ik", np.ones((3, 4)), np.ones((4, 5)), backend=duck
+                             ).explain()["kernels"]
+    assert f"({blas} for matrix products)" in kernels
+
+
+@pytest.mark.parametrize("program,product", [
+    ("input A[i,m]\ninput W[m,k]\nY[i,k] = A[i,m] * W[m,k]\noutput Y\n", True),
+    ("input A[i,m]\ninput W[i,m]\nY[i] = A[i,m] * W[i,m]\noutput Y\n", True),
+    ("input A[i,m]\ninput W[m,k]\nY[i,k] = A[i,m] + W[m,k]\noutput Y\n", False),
+    ("input A[i,m]\ninput W[m,k]\nY[i,m,k] = A[i,m] * W[m,k]\noutput Y\n", False)])
+def test_products_cost_c_gemm_per_flop(program, product):
+    """A kernel summing a product over a payload label costs c_gemm per flop; others c_kernel."""
+    data = {"A": np.ones((6, 5)), "W": np.ones((5, 4)) if "W[m,k]" in program else np.ones((6, 5))}
+    with Session(program, data) as session:
+        ctx = session.optimizer()
+        v = next(v for v in ctx.dag.vertices if v.name == "Y")
+        dense = Choice.of({l: ctx.dag.label_sizes(v)[l] for l in v.all_labels}, frozenset())
+        costs = [CostModel(ctx.dag, ctx.stats, CostParams(0, 1.0, 0, 0, c_gemm=gemm)
+                           ).vertex(v, dense).kernel for gemm in (0.0, 0.25)]
+    assert costs[1] == (costs[0] / 4 if product else costs[0]) and costs[0] > 0
 
 
 _WITHOUT_BLAS = """
@@ -74,6 +98,7 @@ from sparse_einsum.backends.duckdb import DuckDBBackend
 from tests.test_blas_products import PLANS, operands
 with DuckDBBackend(native=True) as db:
     assert db.query("SELECT se_extension_blas()")[0][0] is None
+    assert db.kernel_detail == "C loops for matrix products: built without BLAS"
     for nonfinite in (False, True):
         x, w = operands(nonfinite)
         with np.errstate(invalid="ignore"):
