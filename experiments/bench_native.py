@@ -257,7 +257,7 @@ def projections(cases: dict, x: np.ndarray, w: np.ndarray, repeats: int, say: Re
                     db.execute("RESET sparse_einsum_kernels.blas")
             methods[f"{label}, BLAS off (C loops): {plan}"] = without_blas
     side_by_side(methods, repeats, baseline, say, title)
-    for done in cleanup:
+    for done in reversed(cleanup):     # sessions on one backend nest: the last first
         done()
 
 
