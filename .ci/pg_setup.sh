@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up PostgreSQL 15 with the sparse_einsum kernels for the tests (run as root, Debian 12):
-# installs the packages (OpenBLAS for the kernels' matrix products), builds and installs
+# installs the packages (OpenBLAS for the matrix products of both engines' kernels: the
+# DuckDB extension links it too when it is there), builds and installs
 # udf_kernels/postgres, starts a throwaway cluster on the Unix socket dir /tmp/se-pg (port
 # 5432; SE_PG_DIR and SE_PG_PORT choose others) with a database sparse_einsum and a
 # superuser role root, and creates the extension or updates an older one. Idempotent.

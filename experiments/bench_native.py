@@ -1,7 +1,7 @@
 """Native kernels (the DuckDB extension, the PostgreSQL kernels with BLAS) against NumPy,
 scipy and the fallback paths, side by side in one run: round-robin, medians.
 
-    python -m experiments.bench_native [--cases grouped-sum,spmm,einsum-call,matvec,wq]
+    python -m experiments.bench_native [--cases grouped-sum,spmm,einsum-call,matvec,gemm,wq]
         [--repeats 5] [--dsn DSN] [--out experiments/results] [--publish]
 
 Cases (the targets of the native-kernels work):
@@ -17,6 +17,9 @@ Cases (the targets of the native-kernels work):
   non-zeros on 20k nodes and 767-wide H on DuckDB, as the user times it, and its parts.
 * matvec: per-row vector x matrix with a 767 x 256 weight held in one tuple, 20k rows,
   on PostgreSQL (BLAS on and off) and DuckDB, against NumPy's batched matmul.
+* gemm: the GCN's dense product ``Z[i,h] = NX[i,f] * W1[f,h]`` at Amazon-Computers size
+  (13,752 x 767 by 767 x 256) as one tuple each and in 256-row tiles, on PostgreSQL
+  (BLAS on and off) and DuckDB, against NumPy.
 * wq: the attention benchmark's projection ``T0[I,k] = X[I,m] * WQ[m,k]`` on the Cora
   graph (X 2708 x 1433 sparse features, WQ 1433 x 1024 as one tuple) on PostgreSQL and
   DuckDB, against NumPy.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import statistics
 import time
 from typing import Callable
@@ -48,7 +52,7 @@ from sparse_einsum.sql.steps import TableRelation
 from .common import Report, add_output_arguments, code_version, command_line, output_dirs
 from .workloads import workload
 
-CASES = ("grouped-sum", "spmm", "einsum-call", "matvec", "wq")
+CASES = ("grouped-sum", "spmm", "einsum-call", "matvec", "gemm", "wq")
 
 
 def side_by_side(methods: dict[str, Callable[[], object]], repeats: int, baseline: str,
@@ -234,15 +238,15 @@ def _projection(label: str, db, x: np.ndarray, w: np.ndarray, plan: str
 
 
 def projections(cases: dict, x: np.ndarray, w: np.ndarray, repeats: int, say: Report,
-                title: str) -> None:
-    """X @ W as a per-row kernel against one weight tuple on each backend (PostgreSQL also
-    without BLAS), beside NumPy."""
+                title: str, plans: tuple[str, ...] = ("Im,mk->Ik",)) -> None:
+    """X @ W under each plan (by default a per-row kernel against one weight tuple) on each
+    backend (PostgreSQL also without BLAS), beside NumPy."""
     baseline = "NumPy: X @ W (batched matmul, BLAS)"
     methods: dict[str, Callable[[], object]] = {baseline: lambda: x @ w}
     cleanup = []
-    for label, db in cases.items():
-        statement, done = _projection(label, db, x, w, "Im,mk->Ik")
-        methods[f"{label}: the statement Im,mk->Ik"] = statement
+    for (label, db), plan in itertools.product(cases.items(), plans):
+        statement, done = _projection(label, db, x, w, plan)
+        methods[f"{label}: the statement {plan}"] = statement
         cleanup.append(done)
         if db.name == "postgres":
             def without_blas(statement=statement, db=db):
@@ -251,9 +255,9 @@ def projections(cases: dict, x: np.ndarray, w: np.ndarray, repeats: int, say: Re
                     statement()
                 finally:
                     db.execute("RESET sparse_einsum_kernels.blas")
-            methods[f"{label}, BLAS off (C loops): the statement"] = without_blas
+            methods[f"{label}, BLAS off (C loops): {plan}"] = without_blas
     side_by_side(methods, repeats, baseline, say, title)
-    for done in cleanup:
+    for done in reversed(cleanup):     # sessions on one backend nest: the last first
         done()
 
 
@@ -274,6 +278,17 @@ def matvec(repeats: int, say: Report, pg: str | None, **_) -> None:
         db.close()
 
 
+def gemm(repeats: int, say: Report, pg: str | None, **_) -> None:
+    rng = np.random.default_rng(0)
+    x, w = rng.normal(size=(13_752, 767)), rng.normal(size=(767, 256))
+    cases = _backends(pg)
+    projections(cases, x, w, repeats, say, "the GCN's dense product NX W at Amazon-Computers "
+                "size: 13,752 x 767 by 767 x 256, one tuple each, and 256-row tiles",
+                plans=("im,mk->ik", "I/256m,mk->I/256k"))
+    for db in cases.values():
+        db.close()
+
+
 def wq(repeats: int, say: Report, pg: str | None, **_) -> None:
     _, data = workload("sparse_attention", "cora", d_k=1024)
     x, w = data["X"], data["WQ"]
@@ -287,7 +302,7 @@ def wq(repeats: int, say: Report, pg: str | None, **_) -> None:
 
 
 RUNNERS = {"grouped-sum": grouped_sum, "spmm": spmm, "einsum-call": einsum_call,
-           "matvec": matvec, "wq": wq}
+           "matvec": matvec, "gemm": gemm, "wq": wq}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -308,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     say(f"code: {code_version()}")
     with contextlib.ExitStack() as stack:
         pg = args.dsn
-        if pg is None and {"spmm", "matvec", "wq"} & set(cases):
+        if pg is None and {"spmm", "matvec", "gemm", "wq"} & set(cases):
             pg = stack.enter_context(pg_server())
         if pg:
             from sparse_einsum.backends.pg_kernels import install_kernels

@@ -4,8 +4,10 @@ Each way an engine runs kernels has its own constants, stored under its dialect'
 DuckDB is measured with its extension (duckdb-native) and with the UDF kernels it falls
 back to (duckdb); PostgreSQL with its C extension.
 
-C_kernel comes from timing the kernels' own dense products (seconds per flop), C_sparse
-from their sparse x dense products (the C kernel over packed payloads on the native
+C_gemm comes from timing the kernels' own dense matrix products (seconds per flop; BLAS
+where the engine's kernels have it), C_kernel from a kernel of the same shape that is no
+product (the strided loop every other kernel runs), C_sparse from their sparse x dense
+products (the C kernel over packed payloads on the native
 paths, scipy's on the UDF path), the two load constants from timing array inputs
 loaded into the engine. The cost of a
 plan is linear in the remaining constants (C_xfer, C_fixed, C_add, C_group), so they
@@ -73,10 +75,11 @@ def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.choices).total
 
 
-def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
-    """Seconds per flop of the kernels' dense products on this backend's kernel path."""
+def kernel_seconds_per_flop(db, repeats: int = 3, product: bool = True) -> float:
+    """Seconds per flop of a dense kernel on this backend's kernel path: a matrix product,
+    or (not `product`) a kernel of the same size that is none (the native strided loop)."""
     if isinstance(db.dialect, NativeDialect):
-        return _native_seconds_per_flop(db, repeats)
+        return _native_seconds_per_flop(db, repeats, product)
     return _numpy_seconds_per_flop(repeats)
 
 
@@ -119,13 +122,16 @@ def _native_sparse_seconds_per_flop(db, repeats: int, rng: np.random.Generator,
     return _statement_seconds(db, create, inputs, repeats) / (2 * matrix.nnz * width)
 
 
-def _native_seconds_per_flop(db, repeats: int, n: int = 512, rows: int = 256) -> float:
+def _native_seconds_per_flop(db, repeats: int, product: bool, n: int = 512, rows: int = 256
+                             ) -> float:
     """Time the C kernel on `rows` vector x matrix products against one n x n matrix
-    tuple, in one statement (the shape of a projection by a weight matrix)."""
+    tuple, in one statement (the shape of a projection by a weight matrix); not `product`:
+    out[m] = sum_k v[m] M[m,k] instead, the strided loop over contiguous rows."""
     rng = np.random.default_rng(1)
     matrix = TableRelation("se_cal_m", "M", (n, n), promotion((n, n), ()), ("m", "k"))
     vectors = TableRelation("se_cal_v", "V", (rows, n), promotion((rows, n), (0,)), ("r", "m"))
-    spec = KernelSpec("mul", "sum", (n, n), 1, ((0, 1), (1, n)), (n, n * n))
+    strides = ((0, 1), (1, n)) if product else ((1, 0), (n, 1))
+    spec = KernelSpec("mul", "sum", (n, n), 1, strides, (n, n * n))
     value = db.dialect.kernel(StepBuilder("se_cal", [0]), spec, ["v.val", "m.val"], [True, True])
     key = db.dialect.q(vectors.column(0))
     create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val FROM se_cal_v AS v "
@@ -215,7 +221,8 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
 def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     features, seconds, kernel_part, names = [], [], [], []
-    c_kernel = kernel_seconds_per_flop(db)
+    c_gemm = kernel_seconds_per_flop(db)
+    c_kernel = kernel_seconds_per_flop(db, product=False)
     c_sparse = sparse_seconds_per_flop(db)
     c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
     for program, data in _workloads(scale, rng):
@@ -226,7 +233,7 @@ def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
                 features.append([_plan_cost(ctx, replace(_UNIT, **{f: 1.0}), plan)
                                  for f in FITTED])
                 kernel_part.append(_plan_cost(ctx, replace(_UNIT, c_kernel=c_kernel,
-                                                           c_sparse=c_sparse), plan))
+                                                           c_sparse=c_sparse, c_gemm=c_gemm), plan))
                 # the first run warms up
                 times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
                 seconds.append(statistics.median(times[1:]))
@@ -236,7 +243,7 @@ def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
     fit = dict(zip(FITTED, (max(float(x), 1e-12) for x in solution)))
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
-                        c_sparse=c_sparse, **fit)
+                        c_sparse=c_sparse, c_gemm=c_gemm, **fit)
     predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(kernel_part)
     stored = save_params(db.dialect.name, params, Path(path) if path else None)
     return {"dialect": db.dialect.name, "kernels": db.dialect.kernels,

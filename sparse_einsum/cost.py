@@ -35,6 +35,7 @@ class CostParams:
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
     c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
+    c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -51,14 +52,18 @@ DEFAULT_PARAMS = {
                          c_sparse=2.0e-9),
     # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs);
     # c_sparse: its kernel over packed payloads (calibrate.sparse_seconds_per_flop, median of
-    # 3; scipy 3.4e-9 alongside)
-    "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=2.5e-10, c_fixed=3.7e-8, c_add=2.6e-8,
+    # 3; scipy 3.4e-9 alongside); c_gemm: its matrix products with OpenBLAS and c_kernel its
+    # strided loop (calibrate.kernel_seconds_per_flop, medians of 5, three runs: 0.9-2.3e-10
+    # and 1.2-2.0e-9; 2.5e-10 for the products before BLAS, four rows at a time)
+    "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=1.5e-9, c_fixed=3.7e-8, c_add=2.6e-8,
                                 c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
-                                c_sparse=2.8e-9),
-    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS);
+                                c_sparse=2.8e-9, c_gemm=1.9e-10),
+    # c_gemm: the C kernels' matrix products with OpenBLAS (3.7-4.8e-10 measured; 3.9e-9
+    # before BLAS), c_kernel their strided loop (7.5e-10-1.1e-9), as for duckdb-native;
     # c_sparse as for duckdb-native
-    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.7e-10, c_fixed=8.7e-7, c_add=1.0e-12,
-                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9),
+    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=8.5e-10, c_fixed=8.7e-7, c_add=1.0e-12,
+                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9,
+                           c_gemm=4.5e-10),
 }
 
 
@@ -249,7 +254,8 @@ class CostModel:
         with one sparse operand, its non-zeros times the other operand's own payload
         (where the engine has such a kernel; else the sparse payload is densified)."""
         tiles = dict(choice.tiles)
-        loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * self.p.c_kernel
+        per_flop = self.p.c_gemm if self.p.c_gemm and self.is_product(v, tiles) else self.p.c_kernel
+        loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * per_flop
         if not choice.sparse:
             return loop
         densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
@@ -259,6 +265,14 @@ class CostModel:
                          if l not in v.operands[s].labels and tiles[l] > 1)
             return 2 * bytes_in[s] / 16.0 * other * self.p.c_sparse
         return loop + densify
+
+    @staticmethod
+    def is_product(v: Vertex, tiles: dict[str, int]) -> bool:
+        """Whether the kernel is a matrix product (BLAS runs it where the engine has it): a
+        product of two operands summed over a label in both payloads."""
+        shared = set(v.operands[0].labels) & set(v.operands[1].labels) if v.is_binary else set()
+        return (v.op == "mul" and v.agg == "sum"
+                and any(tiles[l] > 1 for l in shared if l in v.agg_labels))
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:

@@ -327,6 +327,8 @@ class Session:
         statements = [[pretty(s.sql, self.dialect) for s in self.compile(p).steps if s.sql]
                       for p in ranked] if sql else None
         kernels = self.dialect.kernels
+        if self.backend is not None and self.backend.kernel_detail:
+            kernels += f" ({self.backend.kernel_detail})"
         if self.backend is not None and self.backend.fallback:
             kernels += f" (fallback: {self.backend.fallback})"
         return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,

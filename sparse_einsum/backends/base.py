@@ -39,6 +39,7 @@ class Backend:
     # the share of `memory_limit()` one tuple or kernel call may take (the optimizer's cap)
     memory_share: ClassVar[float] = 1.0
     fallback: str | None = None     # why the engine's native kernels are not in use
+    kernel_detail: str | None = None    # what else explain says of them (DuckDB: its BLAS)
 
     def __enter__(self) -> "Backend":
         return self

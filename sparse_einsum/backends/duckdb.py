@@ -198,6 +198,9 @@ class DuckDBBackend(Backend):
             return DuckDBDialect()
         try:
             duckdb_extension.load(self.con)
+            blas = self.query("SELECT se_extension_blas()")[0][0]
+            self.kernel_detail = (f"{blas} for matrix products" if blas else
+                                  "C loops for matrix products: built without BLAS")
             return DuckDBNativeDialect()
         except BackendError as exc:
             if native:

@@ -5,8 +5,10 @@ The extension is compiled with gcc against DuckDB's C extension API headers
 from the duckdb source distribution on PyPI, fetched with pip when the package is
 installed (setup.py) or by ``sparse-einsum build-extension``, never at run time. Headers
 and builds are cached in ``~/.cache/sparse-einsum`` (``$SPARSE_EINSUM_CACHE``); a build
-is keyed by its sources, compiler and headers, so a changed checkout builds anew on
-first use (gcc and the cached headers suffice).
+is keyed by its sources, compiler, headers and BLAS, so a changed checkout builds anew on
+first use (gcc and the cached headers suffice). Matrix products run with OpenBLAS when it
+links at build time (cblas.h and libopenblas, Debian's libopenblas-dev; the extension's
+``se_extension_blas()`` names it) and with the C loops otherwise.
 
 It targets the V1 C API of DuckDB v1.2.0, so one file loads into every DuckDB from 1.2
 on, the Python package and the command-line shell alike. DuckDB loads it only on a
@@ -48,7 +50,8 @@ def headers_dir() -> Path:
 def sources() -> list[Path]:
     """The C sources of the extension: its own and the engine-neutral kernel core."""
     own = sorted((SOURCE_DIR / "duckdb").glob("*.[ch]"))
-    common = [SOURCE_DIR / "common" / n for n in ("se_kernel.c", "se_kernel.h", "se_ops.h")]
+    common = [SOURCE_DIR / "common" / n
+              for n in ("se_kernel.c", "se_kernel.h", "se_ops.h", "se_blas.c")]
     return own + common
 
 
@@ -65,12 +68,33 @@ def _compiler() -> str:
     return cc
 
 
+_BLAS_PROBE = "#include <cblas.h>\nint main(void) { double x = 1; return cblas_ddot(1, &x, 1, &x, 1) != 1; }\n"
+_blas: dict[str, list[str]] = {}
+
+
+def blas_flags(cc: str) -> list[str]:
+    """Compiler flags linking OpenBLAS for matrix products (se_blas.c with SE_BLAS) when
+    cblas.h and libopenblas link here (Debian: libopenblas-dev), else none: the C loops
+    run them. SPARSE_EINSUM_BLAS=0 builds without BLAS."""
+    if os.environ.get("SPARSE_EINSUM_BLAS", "1") == "0":
+        return []
+    if cc not in _blas:
+        with tempfile.TemporaryDirectory(prefix="se-blas-probe-") as tmp:
+            probe = Path(tmp) / "probe.c"
+            probe.write_text(_BLAS_PROBE)
+            done = subprocess.run([cc, str(probe), "-o", str(Path(tmp) / "probe"), "-lopenblas"],
+                                  capture_output=True, text=True)
+        _blas[cc] = ["-DSE_BLAS", "-lopenblas"] if done.returncode == 0 else []
+    return _blas[cc]
+
+
 def _build_key(cc: str) -> str:
     digest = hashlib.sha256()
     for path in sources():
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    for part in (version, " ".join(_CFLAGS), HEADERS_VERSION, C_API_VERSION, _platform()):
+    for part in (version, " ".join(_CFLAGS + blas_flags(cc)), HEADERS_VERSION, C_API_VERSION,
+                 _platform()):
         digest.update(part.encode())
     return digest.hexdigest()[:16]
 
@@ -142,7 +166,7 @@ def build(force: bool = False) -> Path:
     c_files = [str(p) for p in sources() if p.suffix == ".c"]
     staging = _ensure(target.parent) / f"{FILE_NAME}.{os.getpid()}.tmp"
     cmd = [cc, *_CFLAGS, f"-I{headers}", f"-I{SOURCE_DIR / 'common'}",
-           f'-DSE_EXTENSION_VERSION="{key}"', *c_files, "-o", str(staging), "-lm"]
+           f'-DSE_EXTENSION_VERSION="{key}"', *c_files, "-o", str(staging), *blas_flags(cc), "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         staging.unlink(missing_ok=True)

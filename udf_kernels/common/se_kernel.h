@@ -97,6 +97,16 @@ bool		se_kspec_gemm(const se_kspec *ks, se_gemm *g);
 /* A matrix product without BLAS: axpy over contiguous rows of b where it can. */
 void		se_gemm_run(const se_gemm *g, const double *a, const double *b, double *c);
 
+/* se_blas.c: the BLAS this build links ("OpenBLAS"; NULL when built without SE_BLAS) */
+extern const char *const se_blas_name;
+
+/* A matrix product with BLAS; false (c untouched or partly written) when the build has no
+ * BLAS or the strides do not suit it: run se_gemm_run then. */
+bool		se_gemm_blas(const se_gemm *g, const double *a, const double *b, double *c);
+
+/* The threads BLAS may use per call (process-wide; nothing without BLAS). */
+void		se_blas_threads(int n);
+
 /* y[0..n) += x * w[0..n) */
 void		se_axpy(int64_t n, double x, const double *w, double *y);
 

@@ -7,7 +7,8 @@
  *   kernels.c     se_kernel1 / se_kernel2 (KernelSpec, DOUBLE[] result), se_value1 /
  *                 se_value2 (one-element result as DOUBLE), se_take (GatherSpec),
  *                 se_densify / se_sparsify (packed sparse payloads)
- * and se_extension_version().
+ * and se_extension_version() (the build key), se_extension_blas() (the BLAS that runs
+ * matrix products, NULL when built without one: the C loops run them).
  */
 #define DUCKDB_EXTENSION_NAME sparse_einsum
 #include "se_duckdb.h"
@@ -104,28 +105,37 @@ se_type(bool is_list)
 	return list;
 }
 
-/* ---------------------------------------------------------------- version */
+/* ---------------------------------------------------------------- build facts */
 
+/* A function of no arguments returning the text in its extra info (NULL for none). */
 static void
-version_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+text_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
 {
-	(void) info;
+	const char *text = (const char *) duckdb_scalar_function_get_extra_info(info);
+
 	for (idx_t row = 0; row < duckdb_data_chunk_get_size(input); row++)
-		duckdb_vector_assign_string_element(output, row, SE_EXTENSION_VERSION);
+		if (text)
+			duckdb_vector_assign_string_element(output, row, text);
+		else
+		{
+			duckdb_vector_ensure_validity_writable(output);
+			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+		}
 }
 
 static bool
-register_version(duckdb_connection con)
+register_text(duckdb_connection con, const char *name, const char *text)
 {
 	duckdb_scalar_function f = duckdb_create_scalar_function();
-	duckdb_logical_type text = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 	duckdb_state ok;
 
-	duckdb_scalar_function_set_name(f, "se_extension_version");
-	duckdb_scalar_function_set_return_type(f, text);
-	duckdb_scalar_function_set_function(f, version_function);
+	duckdb_scalar_function_set_name(f, name);
+	duckdb_scalar_function_set_return_type(f, varchar);
+	duckdb_scalar_function_set_function(f, text_function);
+	duckdb_scalar_function_set_extra_info(f, (void *) text, NULL);
 	ok = duckdb_register_scalar_function(con, f);
-	duckdb_destroy_logical_type(&text);
+	duckdb_destroy_logical_type(&varchar);
 	duckdb_destroy_scalar_function(&f);
 	return ok == DuckDBSuccess;
 }
@@ -135,7 +145,11 @@ register_version(duckdb_connection con)
 DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection con, duckdb_extension_info info,
 							struct duckdb_extension_access *access)
 {
-	if (!se_register_aggregates(con) || !se_register_kernels(con) || !register_version(con))
+	/* DuckDB runs kernel calls on all its threads at once: BLAS threads would compete with
+	 * them (and one big product measured no faster with more; see udf_kernels/duckdb/README.md) */
+	se_blas_threads(1);
+	if (!se_register_aggregates(con) || !se_register_kernels(con) || !register_text(con, "se_extension_version", SE_EXTENSION_VERSION) ||
+		!register_text(con, "se_extension_blas", se_blas_name))
 	{
 		access->set_error(info, "sparse_einsum: registering its functions failed");
 		return false;

@@ -4,8 +4,8 @@
  * se_kernel1/se_kernel2 interpret a KernelSpec text (sparse_einsum/kernels/spec.py):
  *     OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
  * and se_value1/se_value2 return the one element of a scalar result. A spec that is a
- * matrix product runs as BLAS (OpenBLAS, one thread per backend); the rest runs the
- * strided loop of ../common/se_kernel.c, shared with the DuckDB extension. An input
+ * matrix product runs as BLAS (../common/se_blas.c: OpenBLAS, one thread per backend);
+ * the rest runs the strided loop of ../common/se_kernel.c, shared with the DuckDB extension. An input
  * marked ~ is a packed sparse payload: a product-sum with one runs over its non-zeros
  * (densified instead where the dense input holds inf or NaN), other kernels densify it.
  * se_densify/se_sparsify convert payloads between the two forms.
@@ -16,10 +16,7 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
 #include <math.h>
-
-#include <cblas.h>
 
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
@@ -38,7 +35,6 @@ PG_MODULE_MAGIC;
 #define SE_MAXELEMS ((int64) ((MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / sizeof(double)))
 
 void		_PG_init(void);
-extern void openblas_set_num_threads(int num_threads);
 
 /* sparse_einsum_kernels.cache_broadcast: keep a detoasted copy of an argument repeated row after row */
 static bool se_cache_broadcast = true;
@@ -50,7 +46,7 @@ void
 _PG_init(void)
 {
 	/* a backend is one process among many: BLAS threads would only compete with them */
-	openblas_set_num_threads(1);
+	se_blas_threads(1);
 	DefineCustomBoolVariable("sparse_einsum_kernels.cache_broadcast",
 							 "Keep a detoasted copy of a kernel argument that repeats from row to row.",
 							 NULL, &se_cache_broadcast, true, PGC_USERSET, 0, NULL, NULL, NULL);
@@ -194,88 +190,6 @@ get_array_arg(FunctionCallInfo fcinfo, int argno, ArgCache *ac)
 	return ac->arr;
 }
 
-/* ---------------------------------------------------------------- BLAS */
-
-/* Row-major BLAS view of a rows x cols matrix with strides (sr, sc): transposition and
- * leading dimension; false when neither stride is 1. */
-static bool
-blas_layout(int64 rows, int64 cols, int64 sr, int64 sc, enum CBLAS_TRANSPOSE *t, int *ld)
-{
-	if (cols == 1)
-		sc = 1;					/* any stride does for one column ... */
-	if (rows == 1)
-		sr = sc == 1 ? cols : 1;	/* ... or for one row */
-	if (sc == 1 && sr >= Max(cols, 1) && sr <= INT_MAX)
-	{
-		*t = CblasNoTrans;
-		*ld = (int) sr;
-		return true;
-	}
-	if (sr == 1 && sc >= Max(rows, 1) && sc <= INT_MAX)
-	{
-		*t = CblasTrans;
-		*ld = (int) sc;
-		return true;
-	}
-	return false;
-}
-
-/* One matrix product c = a b with BLAS; false when its strides do not suit BLAS. */
-static bool
-blas_product(int64 m, int64 n, int64 k, const double *a, int64 a_m, int64 a_k,
-			 const double *b, int64 b_k, int64 b_n, double *c, int64 c_m, int64 c_n)
-{
-	enum CBLAS_TRANSPOSE ta, tb, tc;
-	int			lda, ldb, ldc;
-
-	if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-		return false;
-	if (m == 1 && n == 1)
-	{
-		*c = cblas_ddot((int) k, a, k > 1 ? (int) a_k : 1, b, k > 1 ? (int) b_k : 1);
-		return true;
-	}
-	if (m == 1)
-	{							/* c = a b: b^T times the vector a */
-		if (!blas_layout(k, n, b_k, b_n, &tb, &ldb))
-			return false;
-		if (tb == CblasNoTrans)
-			cblas_dgemv(CblasRowMajor, CblasTrans, (int) k, (int) n, 1.0, b, ldb, a,
-						k > 1 ? (int) a_k : 1, 0.0, c, (int) c_n);
-		else
-			cblas_dgemv(CblasRowMajor, CblasNoTrans, (int) n, (int) k, 1.0, b, ldb, a,
-						k > 1 ? (int) a_k : 1, 0.0, c, (int) c_n);
-		return true;
-	}
-	if (n == 1)
-	{							/* c = a times the vector b */
-		if (!blas_layout(m, k, a_m, a_k, &ta, &lda))
-			return false;
-		cblas_dgemv(CblasRowMajor, ta, ta == CblasNoTrans ? (int) m : (int) k,
-					ta == CblasNoTrans ? (int) k : (int) m, 1.0, a, lda, b,
-					k > 1 ? (int) b_k : 1, 0.0, c, (int) c_m);
-		return true;
-	}
-	if (!blas_layout(m, n, c_m, c_n, &tc, &ldc))
-		return false;
-	if (tc == CblasTrans)		/* c^T = b^T a^T */
-		return blas_product(n, m, k, b, b_n, b_k, a, a_k, a_m, c, c_n, c_m);
-	if (!blas_layout(m, k, a_m, a_k, &ta, &lda) || !blas_layout(k, n, b_k, b_n, &tb, &ldb))
-		return false;
-	cblas_dgemm(CblasRowMajor, ta, tb, (int) m, (int) n, (int) k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-	return true;
-}
-
-static bool
-blas_gemm(const se_gemm *g, const double *a, const double *b, double *c)
-{
-	for (int64 p = 0; p < g->batch; p++)
-		if (!blas_product(g->m, g->n, g->k, a + p * g->a_b, g->a_m, g->a_k, b + p * g->b_b,
-						  g->b_k, g->b_n, c + p * g->c_b, g->c_m, g->c_n))
-			return false;		/* the layout is the same for every p: fails on the first */
-	return true;
-}
-
 /* ---------------------------------------------------------------- kernels */
 
 typedef struct KernelCache
@@ -398,7 +312,7 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 			in[k] = unpack_input(kc, k, in[k], len[k], fname);
 	if (!kc->is_gemm)
 		se_run_kernel(ks, in[0], in[1], od);
-	else if (!se_blas || !blas_gemm(&kc->gemm, in[0], in[1], od))
+	else if (!se_blas || !se_gemm_blas(&kc->gemm, in[0], in[1], od))
 		se_gemm_run(&kc->gemm, in[0], in[1], od);
 	return kc;
 }
