@@ -24,7 +24,7 @@ from .plan import Plan
 from .program import updates
 from .program.autodiff import Gradients, differentiate
 from .program.losses import add_loss
-from .program.model import InputDecl, Program, TableSource
+from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
 from .session import Session
@@ -72,135 +72,178 @@ class TrainResult:
     seconds: list[float]                  # wall time of each iteration
 
 
+@dataclass
+class TrainingProgram:
+    """One training iteration as a program: forward, loss, backward, optimizer updates.
+    Parameters, optimizer state, per-step scalars and dropout masks are inputs read from
+    tables ``<tables>_<name>`` (one key column per label named as in `key_column`, ``val``);
+    the outputs are the loss, the metrics and the replacement of each of those tables."""
+    program: Program
+    params: list[str]
+    state: list[str]                      # optimizer state tensors (zero at the start)
+    scalars: list[str]                    # per-step scalars of the optimizer
+    dropout: dict[str, float]             # mask input -> drop rate
+    replaced: dict[str, str]              # table input -> the output replacing it
+    loss: str
+    metrics: list[str]
+    backward: list[Statement]             # the gradient statements
+    shapes: dict[str, tuple[int, ...]]
+    data: dict[str, object]               # the inputs not in tables
+    initial: dict[str, object]            # initial values of the parameters
+    optimizer: updates.Optimizer
+    options: dict[str, float]
+    tables: str
+
+    @property
+    def stored(self) -> list[str]:
+        """The inputs living in tables."""
+        return self.params + self.state + self.scalars + list(self.dropout)
+
+    def table(self, name: str) -> str:
+        return f"{self.tables}_{name}"
+
+
+def training_program(program: Program | str | Path, data: dict[str, object], *, loss: str,
+                     params: Iterable[str], optimizer: str = "adam", tables: str = "se_train",
+                     dropout: dict[str, float] | None = None, **options) -> TrainingProgram:
+    """The iteration program of training `params` of `program` on `data` (see `train`)."""
+    program = load_program(program)
+    params = list(dict.fromkeys(params))
+    opt = updates.optimizer(optimizer)
+    unknown = set(options) - set(opt.defaults)
+    if unknown:
+        raise ProgramError(f"unknown option {sorted(unknown)[0]!r} of optimizer {opt.name} "
+                           f"(it has {', '.join(opt.defaults)})")
+    options = {**opt.defaults, **options}
+    dropout = dict(dropout or {})
+    for name in params + list(dropout):
+        if name not in program.inputs:
+            raise ProgramError(f"{name} is not an input of the program: parameters and "
+                               "dropout masks are inputs")
+    given = {n: v for n, v in data.items() if n in program.inputs}
+    for name in dropout:
+        given.setdefault(name, np.zeros(_declared(program, name, "dropout mask")))
+    for name in params:
+        if name not in given:
+            given[name] = np.zeros(_declared(program, name, "parameter"))
+    shapes = input_shapes(program, given)
+    lossed = add_loss(program, loss, shapes, data)
+    shapes = infer_bounds(lossed.program, {**{n: shapes[n] for n in program.inputs},
+                                           **{n: np.shape(v) for n, v in lossed.data.items()}})
+    grads = differentiate(lossed.program, lossed.loss, params, shapes, lossed.constants)
+    if grads.zero:
+        raise ProgramError(f"the loss does not depend on {', '.join(grads.zero)}")
+    statements, replaced, scalars, state = [], {}, [], []
+    labels = {name: lossed.program.labels_of(name) for name in params}
+    for name in params:
+        up = opt.update(opt, name, labels[name], grads.grads[name], options)
+        statements += up.statements
+        replaced.update(up.new)
+        scalars = list(dict.fromkeys(scalars + up.scalars))
+        for s in up.state:
+            shapes[s], labels[s] = shapes[name], labels[name]
+            state.append(s)
+    for name in scalars:
+        shapes[name], labels[name] = (), ()
+    for name in dropout:
+        labels[name] = program.inputs[name].labels
+    clash = [n for n in list(replaced.values()) + state + scalars
+             if n in grads.program.inputs or n in shapes and n not in state + scalars]
+    if clash:
+        raise ProgramError(f"the program already has a tensor named {clash[0]}, which "
+                           f"training uses for the optimizer: rename it")
+    result = TrainingProgram(Program(), params, state, scalars, dropout, replaced,
+                             lossed.loss, lossed.metrics, grads.backward, shapes,
+                             {}, {n: given[n] for n in params if n in data}, opt, options, tables)
+    inputs = dict(grads.program.inputs)
+    for name in result.stored:
+        columns = tuple(key_column(l, a) for a, l in enumerate(labels[name]))
+        inputs[name] = InputDecl(name, labels[name], tuple(shapes[name]),
+                                 TableSource(result.table(name), columns, "val"))
+    result.program = Program(inputs, grads.program.statements + statements,
+                             [lossed.loss] + lossed.metrics + list(replaced.values()),
+                             program.source)
+    result.data = {n: v for n, v in {**given, **lossed.data, **grads.helpers}.items()
+                   if n not in result.stored}
+    return result
+
+
+def _declared(program: Program, name: str, what: str) -> tuple[int, ...]:
+    decl = program.inputs[name]
+    if None in decl.bounds:
+        raise DataError(f"no data for {what} {name}: give it or declare its bounds, e.g. "
+                        f"input {name}[{','.join(f'{l}:N' for l in decl.labels)}]")
+    return tuple(decl.bounds)
+
+
 class Trainer:
-    """A program, its loss, gradients and optimizer updates as one iteration program on a
-    backend. Parameters and optimizer state live in tables ``<tables>_<name>`` (one key
-    column per label, ``val``), read in place by each iteration and replaced in the same
-    transaction; ``<tables>_step`` counts the iterations done. With `resume`, training
+    """Runs a `TrainingProgram` on a backend, one transaction per iteration: the parameters
+    and the optimizer state live in their tables, which each iteration reads in place and
+    replaces; ``<tables>_step`` counts the iterations done. With `resume`, training
     continues from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
 
     def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
                  params: Iterable[str], optimizer: str = "adam", plan: str | Plan = "optimal",
                  backend: object = "duckdb", tables: str = "se_train", resume: bool = False,
                  dropout: dict[str, float] | None = None, seed: int = 0,
-                 progress: Callable[[str], None] | None = None, **options):
-        program = load_program(program)
-        self.params = list(dict.fromkeys(params))
-        self.optimizer = updates.optimizer(optimizer)
-        unknown = set(options) - set(self.optimizer.defaults)
-        backend_options = {k: options.pop(k) for k in list(unknown)}
-        self.options = {**self.optimizer.defaults, **options}
-        self.dropout = dict(dropout or {})
+                 progress: Callable[[str], None] | None = None,
+                 backend_options: dict | None = None, **options):
+        self.job = training_program(program, data, loss=loss, params=params,
+                                    optimizer=optimizer, tables=tables, dropout=dropout, **options)
         self.rng = np.random.default_rng(seed)
-        self.tables = tables
-        for name in self.params + list(self.dropout):
-            if name not in program.inputs:
-                raise ProgramError(f"{name} is not an input of the program: parameters and "
-                                   "dropout masks are inputs")
-        data = dict(data)
-        given = {n: v for n, v in data.items() if n in program.inputs}
-        shapes = input_shapes(program, {**given, **{n: np.zeros(self._mask_shape(program, n, given))
-                                                     for n in self.dropout if n not in given}})
-        self.shapes = shapes
-        lossed = add_loss(program, loss, shapes, data)
-        loss_shapes = infer_bounds(lossed.program, {**{n: shapes[n] for n in program.inputs},
-                                                    **{n: np.shape(v) for n, v in lossed.data.items()}})
-        grads = differentiate(lossed.program, lossed.loss, self.params, loss_shapes,
-                              lossed.constants)
-        if grads.zero:
-            raise ProgramError(f"the loss does not depend on {', '.join(grads.zero)}")
-        self.backward = grads.backward
-        self.loss, self.metrics = lossed.loss, lossed.metrics
-        statements, self.replaced, scalars, state = [], {}, [], []
-        for name in self.params:
-            up = self.optimizer.update(self.optimizer, name, lossed.program.labels_of(name),
-                                       grads.grads[name], self.options)
-            statements += up.statements
-            self.replaced.update(up.new)
-            scalars = list(dict.fromkeys(scalars + up.scalars))
-            for s in up.state:
-                shapes[s] = shapes[name]
-                state.append(s)
-        self.scalars = scalars
-        stored = self.params + state + scalars + list(self.dropout)
-        for name in scalars:
-            shapes[name] = ()
-        inputs = dict(grads.program.inputs)
-        for name in stored:
-            labels = inputs[name].labels if name in inputs else (
-                lossed.program.labels_of(self._param_of(name)) if name not in scalars else ())
-            columns = tuple(key_column(l, a) for a, l in enumerate(labels))
-            inputs[name] = InputDecl(name, labels, tuple(shapes[name]),
-                                     TableSource(self.table(name), columns, "val"))
-        outputs = [self.loss] + self.metrics + list(self.replaced.values())
-        self.program = Program(inputs, grads.program.statements + statements, outputs,
-                               program.source)
-        self.backend, self._owns_backend = open_backend(backend, **backend_options)
+        self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
+        self.session: Session | None = None
         try:
-            self._create_tables(stored, state, given, resume)
-            session_data = {n: v for n, v in {**given, **lossed.data, **grads.helpers}.items()
-                            if n not in stored}
-            self.session = Session(self.program, session_data, backend=self.backend,
-                                   in_place=frozenset(stored), scoped=False, progress=progress)
+            self._create_tables(resume)
+            self.session = Session(self.job.program, self.job.data, backend=self.backend,
+                                   in_place=frozenset(self.job.stored), scoped=False,
+                                   progress=progress)
             self.plan = self.session.plan(plan)
         except BaseException:
             self.close()
             raise
 
     def table(self, name: str) -> str:
-        return f"{self.tables}_{name}"
-
-    def _param_of(self, state: str) -> str:
-        return next(p for p in self.params if state.startswith(f"{p}_"))
-
-    @staticmethod
-    def _mask_shape(program: Program, name: str, given: dict) -> tuple[int, ...]:
-        decl = program.inputs[name]
-        if None in decl.bounds:
-            raise ProgramError(f"dropout mask {name}: declare its bounds, e.g. "
-                               f"input {name}[{','.join(f'{l}:N' for l in decl.labels)}]")
-        return tuple(decl.bounds)
+        return self.job.table(name)
 
     # -- tables ------------------------------------------------------------------
-    def _create_tables(self, stored: list[str], state: list[str], given: dict,
-                       resume: bool) -> None:
-        existing = [n for n in stored + ["step"]
-                    if self.backend.table_columns(self.table(n)) is not None]
+    def _create_tables(self, resume: bool) -> None:
+        job = self.job
+        names = job.stored + ["step"]
+        existing = [n for n in names if self.backend.table_columns(self.table(n)) is not None]
         with self.backend.transaction():
             if resume and existing:
-                missing = [n for n in stored + ["step"] if n not in existing]
+                missing = [n for n in names if n not in existing]
                 if missing:
-                    raise DataError(f"cannot resume: no table {self.table(missing[0])}")
+                    raise DataError(f"cannot resume: there is no table {self.table(missing[0])}")
                 return
             for name in existing:
                 self.backend.execute(f"DROP TABLE {self.backend.dialect.q(self.table(name))}")
-            for name in stored:
-                if name in self.params:
-                    if name not in given:
-                        raise DataError(f"no initial value for parameter {name}")
-                    value = given[name]
-                else:
-                    value = np.zeros(self.shapes[name])
-                self._write(name, value, create=True)
+            for name in job.stored:
+                if name in job.params and name not in job.initial:
+                    raise DataError(f"no initial value for parameter {name} (and no table "
+                                    f"{self.table(name)} to resume from)")
+                self._write(name, job.initial.get(name, np.zeros(job.shapes[name])), create=True)
             self._write_step(0, create=True)
+
+    def _relation(self, name: str, table: str) -> TableRelation:
+        shape = self.job.shapes[name]
+        return TableRelation(table, name, shape, (1,) * len(shape),
+                             self.job.program.inputs[name].labels)
 
     def _write(self, name: str, value: object, create: bool = False) -> None:
         """Replace the table of `name` by `value`, every entry (zeros too) a row."""
         array = np.asarray(value.toarray() if sp.issparse(value) else value, dtype=np.float64)
-        shape = self.shapes[name]
-        labels = self.program.inputs[name].labels
-        staging = TableRelation(f"{self.table(name)}_staging", name, shape, (1,) * len(shape),
-                                labels)
-        keys = [k.ravel() for k in np.indices(shape)] if shape else []
+        staging = self._relation(name, f"{self.table(name)}_staging")
+        keys = [k.ravel() for k in np.indices(array.shape)] if array.ndim else []
         self.backend.load(staging, Blocks(keys, array.reshape(-1)))
         q = self.backend.dialect.q
+        target, source = q(self.table(name)), q(staging.table)
         if create:
-            self.backend.execute(f"CREATE TABLE {q(self.table(name))} AS SELECT * FROM "
-                                 f"{q(staging.table)}")
+            self.backend.execute(f"CREATE TABLE {target} AS SELECT * FROM {source}")
         else:
-            self.backend.execute(f"DELETE FROM {q(self.table(name))}")
-            self.backend.execute(f"INSERT INTO {q(self.table(name))} SELECT * FROM "
-                                 f"{q(staging.table)}")
+            self.backend.execute(f"DELETE FROM {target}")
+            self.backend.execute(f"INSERT INTO {target} SELECT * FROM {source}")
         self.backend.drop(staging)
 
     def _write_step(self, step: int, create: bool = False) -> None:
@@ -212,6 +255,7 @@ class Trainer:
         self.backend.execute(f"INSERT INTO {q} VALUES ({int(step)})")
 
     def step_count(self) -> int:
+        """Iterations done (by this or an earlier run on the same tables)."""
         return int(self.backend.query(
             f"SELECT step FROM {self.backend.dialect.q(self.table('step'))}")[0][0])
 
@@ -219,27 +263,25 @@ class Trainer:
     def iterate(self) -> dict[str, object]:
         """One iteration (forward, backward, update) in one transaction; returns the loss,
         the metrics and the new parameters."""
+        job = self.job
         with self.backend.transaction():
             step = self.step_count() + 1
-            for name, value in self.optimizer.scalars(self.options, step).items():
+            for name, value in job.optimizer.scalars(job.options, step).items():
                 self._write(name, np.asarray(value))
-            for name, p in self.dropout.items():
-                keep = self.rng.random(self.shapes[name]) >= p
-                self._write(name, keep / (1.0 - p))
+            for name, rate in job.dropout.items():
+                self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
             outputs = self.session.run(self.plan).outputs
-            for old, new in self.replaced.items():
+            for old, new in job.replaced.items():
                 self._write(old, outputs[new])
             self._write_step(step)
-        return {"loss": float(outputs[self.loss]),
-                **{m: float(outputs[m]) for m in self.metrics},
-                "params": {p: outputs[self.replaced[p]] for p in self.params}}
+        return {"loss": float(outputs[job.loss]), **{m: float(outputs[m]) for m in job.metrics},
+                "params": {p: outputs[job.replaced[p]] for p in job.params}}
 
     def parameters(self) -> dict[str, np.ndarray]:
-        """The parameters in the tables now."""
+        """The parameters in their tables now."""
         out = {}
-        for name in self.params:
-            rel = TableRelation(self.table(name), name, self.shapes[name],
-                                (1,) * len(self.shapes[name]), self.program.inputs[name].labels)
+        for name in self.job.params:
+            rel = self._relation(name, self.table(name))
             out[name] = compose(self.backend.fetch(rel), rel.shape, rel.tiling)
         return out
 
@@ -270,18 +312,20 @@ def train(program: Program | str | Path, data: dict[str, object], *, loss: str,
     draws a new mask (seeded by `seed`). Returns the parameters and the loss per epoch."""
     report = _progress_printer() if progress is True else (progress or None)
     losses, metrics, seconds = [], {}, []
+    optimizer_options = {k: options.pop(k) for k in list(options)
+                         if k in updates.optimizer(optimizer).defaults}
     with Trainer(program, data, loss=loss, params=params, optimizer=optimizer, plan=plan,
                  backend=backend, tables=tables, resume=resume, dropout=dropout, seed=seed,
-                 **options) as trainer:
+                 backend_options=options, **optimizer_options) as trainer:
         for epoch in range(1, epochs + 1):
             start = time.perf_counter()
             result = trainer.iterate()
             seconds.append(time.perf_counter() - start)
             losses.append(result["loss"])
-            for m in trainer.metrics:
+            for m in trainer.job.metrics:
                 metrics.setdefault(m, []).append(result[m])
             if report:
-                extra = "".join(f" {m} {result[m]:.4f}" for m in trainer.metrics)
+                extra = "".join(f" {m} {result[m]:.4f}" for m in trainer.job.metrics)
                 report(f"epoch {epoch}/{epochs} loss {result['loss']:.6f}{extra} "
                        f"({seconds[-1]:.2f} s)")
         params_now = result["params"] if epochs else trainer.parameters()

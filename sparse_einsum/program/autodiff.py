@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..errors import ProgramError
 from .ops import BY_SYMBOL
 from .model import (Binary, Const, Expr, InputDecl, Program, Ref, Statement, Unary, expr_labels,
-                    expr_refs, nodes)
+                    expr_refs)
 
 ONE = Const(1.0)
 
