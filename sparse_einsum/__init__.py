@@ -3,7 +3,7 @@ from .api import einsum, explain, run
 from .errors import DataError, PlanError, ProgramError, SparseEinsumError
 from .plan import Plan
 from .session import Session
-from .training import grad
+from .training import grad, train
 
-__all__ = ["einsum", "run", "explain", "grad", "Session", "Plan", "SparseEinsumError", "ProgramError",
+__all__ = ["einsum", "run", "explain", "grad", "train", "Session", "Plan", "SparseEinsumError", "ProgramError",
            "DataError", "PlanError"]

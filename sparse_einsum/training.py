@@ -7,6 +7,7 @@ optimizer's state live in database tables, and each iteration is one transaction
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Callable, Iterable
 import numpy as np
 import scipy.sparse as sp
 
-from .backends import open_backend
+from .backends import backend_class, open_backend
 from .blocks import Blocks, compose
 from .errors import DataError, ProgramError
 from .inputs import ArrayInput, bind_inputs
@@ -314,6 +315,13 @@ def train(program: Program | str | Path, data: dict[str, object], *, loss: str,
     losses, metrics, seconds = [], {}, []
     optimizer_options = {k: options.pop(k) for k in list(options)
                          if k in updates.optimizer(optimizer).defaults}
+    if isinstance(backend, str):
+        accepted = inspect.signature(backend_class(backend).__init__).parameters
+        unknown = [k for k in options if k not in accepted]
+        if unknown:
+            raise DataError(f"unknown option {unknown[0]!r}: options are those of optimizer "
+                            f"{optimizer} ({', '.join(updates.optimizer(optimizer).defaults)}) "
+                            f"or of the {backend} backend")
     with Trainer(program, data, loss=loss, params=params, optimizer=optimizer, plan=plan,
                  backend=backend, tables=tables, resume=resume, dropout=dropout, seed=seed,
                  backend_options=options, **optimizer_options) as trainer:
