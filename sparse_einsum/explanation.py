@@ -65,6 +65,9 @@ def format_explanation(result: dict) -> str:
              f"optimisation {result['optimize_seconds']:.3f} s; memory cap "
              f"{format_size(result['memory_cap']['bytes'])} per tuple and kernel call "
              f"({result['memory_cap']['source']})"]
+    if result.get("backward"):
+        lines += ["", "backward statements (marked d below):"]
+        lines += [f"  {text}" for text in result["backward"]]
     for plan in result["plans"]:
         title = f"plan {plan['rank']} ({plan['name']}): estimated cost {plan['cost']:.4g}"
         if "seconds" in plan:
@@ -77,7 +80,8 @@ def format_explanation(result: dict) -> str:
         lines.append(header)
         for s in plan["statements"]:
             c = s["cost_breakdown"]
-            row = (f"  {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
+            mark = "d" if s.get("pass") == "backward" else " "
+            row = (f"{mark} {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
                    f"{s['cost']:>9.3g}")
             if "seconds" in plan:

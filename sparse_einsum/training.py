@@ -19,12 +19,13 @@ import scipy.sparse as sp
 
 from .backends import backend_class, open_backend
 from .blocks import Blocks, compose
+from .compile_job import compile_job
 from .errors import DataError, ProgramError
 from .inputs import ArrayInput, bind_inputs
 from .plan import Plan
 from .program import updates
 from .program.autodiff import Gradients, differentiate
-from .program.losses import add_loss
+from .program.losses import CALL as _CALL_LOSS, add_loss
 from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
@@ -63,6 +64,36 @@ def grad(program: Program | str | Path, data: dict[str, object] | None = None, *
     for name in grads.zero:
         result[name] = np.zeros(shapes[name])
     return {name: result[name] for name in dict.fromkeys(wrt)}
+
+
+def explain_gradients(program: Program | str | Path, data: dict[str, object] | None = None, *,
+                      loss: str, wrt: Iterable[str], top: int = 3, analyze: bool = False,
+                      sql: bool = False, backend: object = "duckdb", constants: Iterable[str] = (),
+                      **backend_options) -> dict:
+    """`explain` of the program with its loss and backward pass: the backward statements,
+    and in each plan the decompositions of both passes (backward ones marked)."""
+    data = dict(data or {})
+    program = load_program(program)
+    if _CALL_LOSS.match(loss):
+        lossed = add_loss(program, loss, input_shapes(program, _program_data(program, data)),
+                          data)
+        program, loss, data = lossed.program, lossed.loss, {**data, **lossed.data}
+        constants = [*constants, *lossed.constants]
+    grads = backward_program(program, _program_data(program, data), loss, wrt, constants)
+    with Session(grads.program, {**_program_data(program, data), **grads.helpers},
+                 backend=backend, **backend_options) as session:
+        result = session.explain(top=top, analyze=analyze, sql=sql)
+    backward = {st.out for st in grads.backward}
+    result["backward"] = [str(st) for st in grads.backward]
+    for plan in result["plans"]:
+        for statement in plan["statements"]:
+            if statement["name"].split("~")[0] in backward:
+                statement["pass"] = "backward"
+    return result
+
+
+def _program_data(program: Program, data: dict[str, object]) -> dict[str, object]:
+    return {n: v for n, v in data.items() if n in program.inputs}
 
 
 @dataclass
@@ -344,3 +375,31 @@ def _progress_printer() -> Callable[[str], None]:
     def report(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
     return report
+
+
+def compile_training_job(program: Program | str | Path, data: dict[str, object], *,
+                         dialect: str, loss: str, params: Iterable[str], optimizer: str = "adam",
+                         tables: str = "se_train", plan: str | Plan = "optimal",
+                         dsn: str | None = None, database: str | None = None,
+                         **options) -> str:
+    """One training iteration as an SQL job (see `compile_job`): it counts the step, sets
+    the optimizer's per-step scalars, computes the loss, gradients and updates, and replaces
+    the parameter and state tables, all in one transaction. The tables must exist: a
+    `train` run with ``epochs=0`` (on the same database) creates them."""
+    job = training_program(program, data, loss=loss, params=params, optimizer=optimizer,
+                           tables=tables, **options)
+
+    def q(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    step = q(job.table("step"))
+    before = [f"UPDATE {step} SET step = step + 1"]
+    for name, sql in job.optimizer.scalars_sql(job.options, "step").items():
+        before += [f"DELETE FROM {q(job.table(name))}",
+                   f"INSERT INTO {q(job.table(name))} SELECT {sql} AS val FROM {step}"]
+    after = []
+    for old, new in job.replaced.items():
+        after += [f"DELETE FROM {q(job.table(old))}",
+                  f"INSERT INTO {q(job.table(old))} SELECT * FROM {q(new)}", f"DROP TABLE {q(new)}"]
+    return compile_job(job.program, dialect=dialect, data=job.data, plan=plan, dsn=dsn,
+                       database=database, before=before, after=after)

@@ -3,6 +3,8 @@ softmax cross-entropy and Adam, SGD with MSE; one transaction per iteration, res
 from the tables, seeded dropout."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,6 +12,7 @@ import scipy.sparse as sp
 from sparse_einsum import train
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
+from test_compile_job import duckdb_cli  # noqa: F401  (fixture)
 
 torch = pytest.importorskip("torch")
 
@@ -142,3 +145,51 @@ def test_bad_training_requests(options, error, message):
     args = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], epochs=1)
     with pytest.raises(error, match=message):
         train(GCN, gcn_data(), **{**args, **options})
+
+
+def write_gcn(directory):
+    import scipy.sparse as sparse
+    data = gcn_data()
+    (directory / "data").mkdir()
+    (directory / "gcn.se").write_text(GCN)
+    sparse.save_npz(directory / "data" / "A.npz", data["A"])
+    for name in ["X", "W1", "W2", "y", "mask"]:
+        np.save(directory / "data" / f"{name}.npy", data[name])
+    return data
+
+
+TRAIN_ARGS = ["--loss", "softmax_cross_entropy(Z, y, mask)", "--params", "W1,W2", "--lr", "0.1"]
+
+
+def test_cli_train_and_a_compiled_iteration_in_the_duckdb_shell(tmp_path, duckdb_cli, capsys):
+    from sparse_einsum.cli import main
+    data = write_gcn(tmp_path)
+    expected, _, weights = torch_gcn(data, epochs=2, lr=0.1)
+    program, data_dir = str(tmp_path / "gcn.se"), str(tmp_path / "data")
+    out = tmp_path / "params.npz"
+    assert main(["train", program, "--data", data_dir, *TRAIN_ARGS, "--epochs", "2", "-q",
+                 "--out", str(out)]) == 0
+    assert f"loss {expected[0]:.6g} -> {expected[1]:.6g}" in capsys.readouterr().out
+    np.testing.assert_allclose(np.load(out)["W1"], weights[0], rtol=1e-8)
+    database, job = str(tmp_path / "train.duckdb"), str(tmp_path / "iteration.sql")
+    assert main(["train", program, "--data", data_dir, *TRAIN_ARGS, "--epochs", "0", "-q",
+                 "--database", database]) == 0
+    assert main(["compile", program, "--train", "--data", data_dir, *TRAIN_ARGS,
+                 "--dialect", "duckdb", "--database", database, "-o", job]) == 0
+    for epoch in range(2):
+        run = subprocess.run([duckdb_cli, database, "-f", job], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        shell = subprocess.run([duckdb_cli, database, "-csv", "-noheader", "-c",
+                                "SELECT val FROM loss"], capture_output=True, text=True)
+        assert float(shell.stdout) == pytest.approx(expected[epoch], rel=1e-9)
+
+
+def test_cli_explain_shows_the_backward_statements(tmp_path, capsys):
+    from sparse_einsum.cli import main
+    write_gcn(tmp_path)
+    assert main(["explain", str(tmp_path / "gcn.se"), "--data", str(tmp_path / "data"),
+                 "--loss", "softmax_cross_entropy(Z, y, mask)", "--params", "W1,W2",
+                 "--top", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "backward statements" in text and "dW1_Z1[f,h] = (dZ1_H[i,h] * AX[i,f])" in text
+    assert any(line.startswith("d dW1_Z1") for line in text.splitlines())

@@ -18,7 +18,7 @@ from ..errors import DataError, ProgramError
 from .model import Program
 from .parser import parse_program
 
-_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$")
+CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$")
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _append(program: Program, text: str, data: dict, constants: list[str] = (),
 def add_loss(program: Program, loss: str, shapes: dict, data: dict) -> LossProgram:
     """The program with the loss `loss` (a call of a registered loss, or a scalar tensor
     the program defines)."""
-    call = _CALL.match(loss)
+    call = CALL.match(loss)
     if call is None:
         return LossProgram(program, loss.strip(), {})
     name, args = call.group(1), [a.strip() for a in call.group(2).split(",") if a.strip()]

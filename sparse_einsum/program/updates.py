@@ -29,6 +29,7 @@ class Optimizer:
     state: tuple[str, ...]            # suffixes of the state tensors per parameter
     update: Callable[["Optimizer", str, tuple[str, ...], str, dict], Update]
     scalars: Callable[[dict, int], dict[str, float]]   # (options, step) -> scalar inputs
+    scalars_sql: Callable[[dict, str], dict[str, str]]   # the same in SQL of a step column
     defaults: dict
 
 
@@ -71,9 +72,16 @@ def _adam_scalars(options: dict, step: int) -> dict[str, float]:
             "adam_sqrt_bias2": sqrt(1 - b2 ** step)}
 
 
+def _adam_scalars_sql(options: dict, step: str) -> dict[str, str]:
+    b1, b2 = float(options["beta1"]), float(options["beta2"])
+    return {"adam_step_size": f"{float(options['lr'])!r} / (1 - power({b1!r}, {step}))",
+            "adam_sqrt_bias2": f"sqrt(1 - power({b2!r}, {step}))"}
+
+
 OPTIMIZERS: dict[str, Optimizer] = {
-    "sgd": Optimizer("sgd", (), _sgd, lambda options, step: {}, {"lr": 0.01}),
-    "adam": Optimizer("adam", ("m", "v"), _adam, _adam_scalars,
+    "sgd": Optimizer("sgd", (), _sgd, lambda options, step: {}, lambda options, step: {},
+                     {"lr": 0.01}),
+    "adam": Optimizer("adam", ("m", "v"), _adam, _adam_scalars, _adam_scalars_sql,
                       {"lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}),
 }
 
