@@ -94,7 +94,8 @@ def load_data(program, directory: str | Path, *, skip: Sequence[str] = (),
         elif npz.is_file():
             data[name] = _load_sparse(npz)
         else:
-            raise DataError(f"no data for {name}: expected {npy.name} (dense, "
+            what = "input tensor" if name in program.inputs else "the loss's data"
+            raise DataError(f"no data for {what} {name}: expected {npy.name} (dense, "
                             f"np.save) or {npz.name} (scipy.sparse.save_npz) in {directory}")
     return data
 
