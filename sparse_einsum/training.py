@@ -21,6 +21,7 @@ from .backends import backend_class, open_backend
 from .blocks import Blocks, compose
 from .compile_job import compile_job
 from .errors import DataError, ProgramError
+from .executor import Execution
 from .inputs import ArrayInput, bind_inputs
 from .plan import Plan
 from .program import updates
@@ -219,17 +220,19 @@ class Trainer:
                  backend: object = "duckdb", tables: str = "se_train", resume: bool = False,
                  dropout: dict[str, float] | None = None, seed: int = 0,
                  progress: Callable[[str], None] | None = None,
-                 backend_options: dict | None = None, **options):
+                 backend_options: dict | None = None, memory_cap: float | None = None,
+                 **options):
         self.job = training_program(program, data, loss=loss, params=params,
                                     optimizer=optimizer, tables=tables, dropout=dropout, **options)
         self.rng = np.random.default_rng(seed)
         self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
         self.session: Session | None = None
+        self.last_run: Execution | None = None       # of the last iteration: its steps
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
                                    in_place=frozenset(self.job.stored), scoped=False,
-                                   progress=progress)
+                                   memory_cap=memory_cap, progress=progress)
             self.plan = self.session.plan(plan)
         except BaseException:
             self.close()
@@ -302,7 +305,8 @@ class Trainer:
                 self._write(name, np.asarray(value))
             for name, rate in job.dropout.items():
                 self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
-            outputs = self.session.run(self.plan).outputs
+            self.last_run = self.session.run(self.plan)
+            outputs = self.last_run.outputs
             for old, new in job.replaced.items():
                 self._write(old, outputs[new])
             self._write_step(step)
