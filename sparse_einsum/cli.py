@@ -209,7 +209,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _training_args(args: argparse.Namespace, program) -> tuple[dict, list[str], dict]:
     """Data (the program's inputs and the loss's data), parameters and dropout rates of the
     training options."""
-    from .program.losses import CALL
+    from .program.losses import parse_loss
     params = [p.strip() for p in args.params.split(",") if p.strip()]
     dropout = {}
     for item in args.dropout or []:
@@ -218,8 +218,8 @@ def _training_args(args: argparse.Namespace, program) -> tuple[dict, list[str], 
             dropout[name.strip()] = float(rate)
         except ValueError:
             args.parser.error(f"--dropout {item!r}: expected MASK=RATE, e.g. D1=0.5")
-    call = CALL.match(args.loss)
-    extra = [a.strip() for a in call.group(2).split(",")[1:]] if call else []
+    call = parse_loss(args.loss)
+    extra = call[1][1:] if call else []
     data = load_data(program, args.data, skip=list(dropout), extra=extra)
     return data, params, dropout
 

@@ -26,7 +26,7 @@ from .inputs import ArrayInput, bind_inputs
 from .plan import Plan
 from .program import updates
 from .program.autodiff import Gradients, differentiate
-from .program.losses import CALL as _CALL_LOSS, add_loss
+from .program.losses import add_loss, parse_loss
 from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
@@ -42,22 +42,28 @@ def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[i
 
 
 def backward_program(program: Program | str | Path, data: dict[str, object], loss: str,
-                     wrt: Iterable[str], constants: Iterable[str] = ()) -> Gradients:
-    """`program` with the gradients of `loss` with respect to `wrt` appended."""
+                     wrt: Iterable[str], constants: Iterable[str] = ()
+                     ) -> tuple[Gradients, dict[str, object]]:
+    """`program` with `loss` (a scalar tensor, or a call of a registered loss) and the
+    gradients of the loss with respect to `wrt` appended, and the data of its inputs."""
     program = load_program(program)
-    return differentiate(program, loss, wrt, input_shapes(program, data), constants)
+    _check_data(program, data, loss)
+    lossed = add_loss(program, loss, input_shapes(program, _program_data(program, data)), data)
+    data = {**_program_data(program, data), **lossed.data}
+    grads = differentiate(lossed.program, lossed.loss, wrt,
+                          input_shapes(lossed.program, data), [*constants, *lossed.constants])
+    return grads, {**data, **grads.helpers}
 
 
 def grad(program: Program | str | Path, data: dict[str, object] | None = None, *, loss: str,
          wrt: Iterable[str], plan: str | Plan = "optimal", backend: object = "duckdb",
          constants: Iterable[str] = (), **backend_options) -> dict[str, np.ndarray]:
-    """The gradient of the scalar tensor `loss` with respect to each tensor in `wrt`
-    (inputs or intermediates), as NumPy arrays, computed in SQL with the forward pass;
+    """The gradient of `loss` (a scalar tensor of the program, or a loss call such as
+    ``softmax_cross_entropy(Z, labels, mask)`` naming data) with respect to each tensor in
+    `wrt` (inputs or intermediates), as NumPy arrays, computed in SQL with the forward pass;
     no gradient flows through the tensors in `constants`."""
-    data = dict(data or {})
-    grads = backward_program(program, data, loss, wrt, constants)
-    with Session(grads.program, {**data, **grads.helpers}, backend=backend,
-                 **backend_options) as session:
+    grads, inputs = backward_program(program, dict(data or {}), loss, wrt, constants)
+    with Session(grads.program, inputs, backend=backend, **backend_options) as session:
         outputs = session.run(plan).outputs
         shapes = session.dag.shapes
     result = {name: np.asarray(outputs[tensor], dtype=np.float64)
@@ -73,16 +79,8 @@ def explain_gradients(program: Program | str | Path, data: dict[str, object] | N
                       **backend_options) -> dict:
     """`explain` of the program with its loss and backward pass: the backward statements,
     and in each plan the decompositions of both passes (backward ones marked)."""
-    data = dict(data or {})
-    program = load_program(program)
-    if _CALL_LOSS.match(loss):
-        lossed = add_loss(program, loss, input_shapes(program, _program_data(program, data)),
-                          data)
-        program, loss, data = lossed.program, lossed.loss, {**data, **lossed.data}
-        constants = [*constants, *lossed.constants]
-    grads = backward_program(program, _program_data(program, data), loss, wrt, constants)
-    with Session(grads.program, {**_program_data(program, data), **grads.helpers},
-                 backend=backend, **backend_options) as session:
+    grads, inputs = backward_program(program, dict(data or {}), loss, wrt, constants)
+    with Session(grads.program, inputs, backend=backend, **backend_options) as session:
         result = session.explain(top=top, analyze=analyze, sql=sql)
     backward = {st.out for st in grads.backward}
     result["backward"] = [str(st) for st in grads.backward]
@@ -91,6 +89,16 @@ def explain_gradients(program: Program | str | Path, data: dict[str, object] | N
             if statement["name"].split("~")[0] in backward:
                 statement["pass"] = "backward"
     return result
+
+
+def _check_data(program: Program, data: dict[str, object], loss: str) -> None:
+    """Every data name is an input of the program or an argument of the loss."""
+    call = parse_loss(loss)
+    named = set(call[1]) if call else set()
+    extra = sorted(set(data) - set(program.inputs) - named)
+    if extra:
+        raise DataError(f"data given for {extra[0]!r}, which is neither an input of the "
+                        f"program nor data the loss {loss!r} names")
 
 
 def _program_data(program: Program, data: dict[str, object]) -> dict[str, object]:
@@ -153,7 +161,8 @@ def training_program(program: Program | str | Path, data: dict[str, object], *, 
         if name not in program.inputs:
             raise ProgramError(f"{name} is not an input of the program: parameters and "
                                "dropout masks are inputs")
-    given = {n: v for n, v in data.items() if n in program.inputs}
+    _check_data(program, data, loss)
+    given = _program_data(program, data)
     for name in dropout:
         given.setdefault(name, np.zeros(_declared(program, name, "dropout mask")))
     for name in params:

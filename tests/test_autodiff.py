@@ -104,8 +104,8 @@ def test_gradients_match_torch_under_every_plan(name, backend):
     text, make_data, loss, wrt = CASES[name]
     data = make_data()
     expected_loss, expected = torch_gradients(load_program(text), data, loss, wrt)
-    grads = backward_program(text, data, loss, wrt)
-    with Session(grads.program, {**data, **grads.helpers}, backend=backend) as session:
+    grads, inputs = backward_program(text, data, loss, wrt)
+    with Session(grads.program, inputs, backend=backend) as session:
         for spec in strategy_plans(session):
             outputs = session.run(spec).outputs
             np.testing.assert_allclose(outputs[loss], expected_loss, rtol=1e-9)

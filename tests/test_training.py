@@ -134,17 +134,21 @@ def test_dropout_is_repeatable_with_a_seed():
 
 
 @pytest.mark.parametrize("options,error,message", [
-    (dict(loss="softmax_cross_entropy(Z, y)"), ProgramError, "takes"),
+    (dict(loss="softmax_cross_entropy(Z, y, mask, y)"), ProgramError, "takes"),
     (dict(loss="hinge(Z, y)"), ProgramError, "unknown loss"),
-    (dict(loss="softmax_cross_entropy(Z, nope, mask)"), DataError, "no data named 'nope'"),
+    (dict(loss="softmax_cross_entropy(Z, y, nope)", mask=None), DataError, "no data named 'nope'"),
     (dict(params=["AX"]), ProgramError, "not an input"),
     (dict(optimizer="lbfgs"), ProgramError, "unknown optimizer"),
     (dict(momentum=0.9), DataError, "unknown option 'momentum'"),
+    (dict(loss="softmax_cross_entropy(Z, y, y)"), DataError, "data given for 'mask'"),
 ])
 def test_bad_training_requests(options, error, message):
     args = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], epochs=1)
+    data = gcn_data()
+    if options.pop("mask", True) is None:
+        del data["mask"]
     with pytest.raises(error, match=message):
-        train(GCN, gcn_data(), **{**args, **options})
+        train(GCN, data, **{**args, **options})
 
 
 def write_gcn(directory):

@@ -53,7 +53,7 @@ def torch_gradients(program: Program, data: dict, loss: str, wrt: list[str]
         if st.out in wrt:
             env[st.out].retain_grad()
     env[loss].backward()
-    return float(env[loss]), {n: (env[n].grad.numpy() if env[n].grad is not None
+    return float(env[loss].detach()), {n: (env[n].grad.numpy() if env[n].grad is not None
                                   else np.zeros(tuple(env[n].shape))) for n in wrt}
 
 

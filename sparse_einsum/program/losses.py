@@ -18,7 +18,7 @@ from ..errors import DataError, ProgramError
 from .model import Program
 from .parser import parse_program
 
-CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$")
+_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$")
 
 
 @dataclass
@@ -132,14 +132,22 @@ def _append(program: Program, text: str, data: dict, constants: list[str] = (),
                        [renames[c] for c in constants], [renames[m] for m in metrics])
 
 
-def add_loss(program: Program, loss: str, shapes: dict, data: dict) -> LossProgram:
-    """The program with the loss `loss` (a call of a registered loss, or a scalar tensor
-    the program defines)."""
-    call = CALL.match(loss)
+def parse_loss(loss: str) -> tuple[str, list[str]] | None:
+    """(registered loss, its arguments) of a loss call, None for a tensor name."""
+    call = _CALL.match(loss)
     if call is None:
-        return LossProgram(program, loss.strip(), {})
+        return None
     name, args = call.group(1), [a.strip() for a in call.group(2).split(",") if a.strip()]
     if name not in LOSSES:
         raise ProgramError(f"unknown loss {name!r}: use a scalar tensor of the program or "
                            f"one of {', '.join(f'{n}(...)' for n in LOSSES)}")
-    return LOSSES[name](program, shapes, data, args)
+    return name, args
+
+
+def add_loss(program: Program, loss: str, shapes: dict, data: dict) -> LossProgram:
+    """The program with the loss `loss` (a call of a registered loss, or a scalar tensor
+    the program defines)."""
+    call = parse_loss(loss)
+    if call is None:
+        return LossProgram(program, loss.strip(), {})
+    return LOSSES[call[0]](program, shapes, data, call[1])
