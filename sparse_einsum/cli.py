@@ -260,9 +260,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = {"plan": args.plan} if args.plan else {}
     if args.dsn is not None and args.dialect != "postgres":
         args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
-    if args.database is not None and args.dialect != "duckdb":
+    if args.database is not None and args.dialect == "postgres":
         args.parser.error(f"--database does not apply to --dialect {args.dialect}")
-    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database)) if v})
+    if args.extension is not None and args.dialect != "duckdb":
+        args.parser.error(f"--extension does not apply to --dialect {args.dialect}")
+    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database),
+                                      ("extension", args.extension)) if v})
     if args.train:
         from .training import compile_training_job
         if not (args.loss and args.params and args.data):
@@ -294,13 +297,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not math.isfinite(args.scale) or args.scale <= 0:
         args.parser.error(f"--scale must be a positive finite number, not {args.scale}")
     result = calibrate(backend=args.backend, dsn=args.dsn, path=args.output, scale=args.scale)
-    print(f"{'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
-    for row in result["fit"]:
-        print(f"{row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
-    print()
-    for key, value in result["constants"].items():
-        print(f"{key:<13} {value:.3g}")
-    print(f"constants for {result['backend']} written to {result['stored_in']}", file=sys.stderr)
+    for path in result["paths"]:
+        print(f"{path['dialect']}: kernels {path['kernels']}")
+        print(f"  {'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
+        for row in path["fit"]:
+            print(f"  {row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
+        for key, value in path["constants"].items():
+            print(f"  {key:<13} {value:.3g}")
+        print(f"constants for {path['dialect']} written to {path['stored_in']}", file=sys.stderr)
     return 0
 
 
@@ -327,6 +331,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         print(f"{verb} {item}")
     print(f"{verb} {len(found)} leftover{'s' if len(found) != 1 else ''} of killed runs",
           file=sys.stderr)
+def cmd_build_extension(args: argparse.Namespace) -> int:
+    from .backends import duckdb_extension
+    duckdb_extension.fetch_headers()
+    print(duckdb_extension.build(force=args.force))
     return 0
 
 
@@ -398,6 +406,7 @@ def plan_help() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from .api import DEFAULT_PLAN
+    from .sql import JOB_DIALECTS
     from .examples import EXAMPLES
     from .optimizer.strategies import MAX_TOP
 
@@ -479,8 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
                   "-o gcn.sql", cmd_compile)
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
-    sub.add_argument("--dialect", choices=("postgres", "duckdb"), required=True,
-                     help="SQL dialect to write")
+    sub.add_argument("--dialect", choices=JOB_DIALECTS, required=True,
+                     help="SQL dialect to write: duckdb jobs load the sparse_einsum DuckDB "
+                          "extension (run them with duckdb -unsigned); duckdb-builtin jobs "
+                          "need none but hold at most 4096 values per tuple")
     sub.add_argument("-o", "--output", metavar="FILE", required=True,
                      help="SQL file to write ('-' for stdout)")
     sub.add_argument("--data", metavar="DIR",
@@ -498,8 +509,12 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--database", metavar="FILE.duckdb",
                        help="DuckDB file to read shapes and statistics of the input tables from "
                             "(--dialect duckdb); without either, bounds must be declared")
+    sub.add_argument("--extension", metavar="PATH",
+                     help="where the job loads the DuckDB extension from (default: the one "
+                          "built on this machine, see build-extension)")
 
-    sub = command("calibrate", "Measure the cost model's constants on a database",
+    sub = command("calibrate", "Measure the cost model's constants on a database (each way it "
+                               "runs kernels: DuckDB with and without its extension)",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
     sub.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
                      help="database to measure (default: duckdb)")
@@ -521,6 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--dsn", help="PostgreSQL connection string")
     sub.add_argument("--database", metavar="FILE.duckdb", help="DuckDB database file")
     sub.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    sub = command("build-extension",
+                  "Build the sparse_einsum DuckDB extension (fetching DuckDB's C headers from "
+                  "PyPI if they are not cached) and print its path",
+                  f"{PROG} build-extension", cmd_build_extension)
+    sub.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
 
     listing = "; ".join(f"{e.name}: {e.description}" for e in EXAMPLES.values())
     sub = command("example", "Write an example program and its data (NAME.se, NAME_data/) to DIR",

@@ -8,13 +8,15 @@ from .program.dag import Dag
 from .stats.tensor_stats import TensorStats
 
 
-def explanation(dag: Dag, plans: list[Plan], *, backend: str, timings: dict[str, float],
+def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
+                timings: dict[str, float],
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
                 memory_cap: tuple[float, str], runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
     statements when given)."""
     result = {
         "backend": backend,
+        "kernels": kernels,
         **timings,
         "cost_constants": constants,
         "memory_cap": {"bytes": memory_cap[0], "source": memory_cap[1]},
@@ -64,7 +66,8 @@ def format_explanation(result: dict) -> str:
     lines = [f"backend {result['backend']}: statistics {result['statistics_seconds']:.3f} s, "
              f"optimisation {result['optimize_seconds']:.3f} s; memory cap "
              f"{format_size(result['memory_cap']['bytes'])} per tuple and kernel call "
-             f"({result['memory_cap']['source']})"]
+             f"({result['memory_cap']['source']})",
+             f"kernels: {result['kernels']}"]
     if result.get("backward"):
         lines += ["", "backward statements (marked d below):"]
         lines += [f"  {text}" for text in result["backward"]]

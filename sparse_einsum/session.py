@@ -154,10 +154,11 @@ class Session:
             cap, source = self._memory_cap()
             with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
                 self._context = OptimizerContext.build(
-                    self.dag, self.stats(), self.params or load_params(self.dialect.engine),
+                    self.dag, self.stats(), self.params or load_params(self.dialect.name),
                     memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
                     scalars_only=self.exact_integers,
                     sparse_payloads=self.dialect.sparse_payloads,
+                    bound_states=self.dialect.unspillable_state,
                     stored={name: rel.tiling for name, rel in self.table_inputs().items()},
                     label_names=self.label_names, cap_source=source)
         return self._context
@@ -265,7 +266,11 @@ class Session:
         runs = [self.run(p, count_tuples=True) for p in ranked] if analyze else None
         statements = [[pretty(s.sql, self.dialect) for s in self.compile(p).steps if s.sql]
                       for p in ranked] if sql else None
-        return explanation(self.dag, ranked, backend=self.dialect.engine, timings=self.timings,
+        kernels = self.dialect.kernels
+        if self.backend is not None and self.backend.fallback:
+            kernels += f" (fallback: {self.backend.fallback})"
+        return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,
+                           timings=self.timings,
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
                            memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))

@@ -219,9 +219,9 @@ def _declared(program: Program, name: str, what: str) -> tuple[int, ...]:
 
 
 class Trainer:
-    """Runs a `TrainingProgram` on a backend, one transaction per iteration: the parameters
-    and the optimizer state live in their tables, which each iteration reads in place and
-    replaces; ``<tables>_step`` counts the iterations done. With `resume`, training
+    """Runs a `TrainingProgram` on a backend: the parameters and the optimizer state live
+    in their tables, which each iteration reads in place and replaces in one transaction;
+    ``<tables>_step`` counts the iterations done. With `resume`, training
     continues from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
 
     def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
@@ -305,17 +305,21 @@ class Trainer:
 
     # -- iterations -----------------------------------------------------------------
     def iterate(self) -> dict[str, object]:
-        """One iteration (forward, backward, update) in one transaction; returns the loss,
-        the metrics and the new parameters."""
+        """One iteration: forward, backward and updates computed from the tables (each run
+        in the engine's own scope, so that DuckDB frees each intermediate after its last
+        read), then one transaction replaces the parameters, the optimizer state and the
+        step count together: a failure anywhere leaves the previous ones. Returns the
+        loss, the metrics and the new parameters."""
         job = self.job
+        step = self.step_count() + 1
         with self.backend.transaction():
-            step = self.step_count() + 1
             for name, value in job.optimizer.scalars(job.options, step).items():
                 self._write(name, np.asarray(value))
             for name, rate in job.dropout.items():
                 self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
-            self.last_run = self.session.run(self.plan)
-            outputs = self.last_run.outputs
+        self.last_run = self.session.run(self.plan)
+        outputs = self.last_run.outputs
+        with self.backend.transaction():
             for old, new in job.replaced.items():
                 self._write(old, outputs[new])
             self._write_step(step)

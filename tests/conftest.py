@@ -1,5 +1,6 @@
-"""Shared fixtures: a DuckDB backend, a PostgreSQL backend (when a server is available;
-never skipped in CI), and `backend`, which runs a test once on each."""
+"""Shared fixtures: a DuckDB backend with the native extension and one falling back to
+UDF kernels, a PostgreSQL backend (when a server is available; never skipped in CI),
+and `backend`, which runs a test once on each."""
 from __future__ import annotations
 
 import os
@@ -28,9 +29,25 @@ def pg_dsn() -> str:
 
 @pytest.fixture(scope="session")
 def duck():
+    """DuckDB with the sparse_einsum extension (native C kernels)."""
     from sparse_einsum.backends.duckdb import DuckDBBackend
-    with DuckDBBackend() as backend:
+    with DuckDBBackend(native=True) as backend:
         yield backend
+
+
+@pytest.fixture(scope="session")
+def duck_udf():
+    """DuckDB on a caller's connection that does not allow unsigned extensions: the
+    fallback to NumPy kernels as arrow UDFs."""
+    import duckdb
+
+    from sparse_einsum.backends.duckdb import DuckDBBackend
+    with duckdb.connect() as con:
+        with pytest.warns(RuntimeWarning, match="allow_unsigned_extensions"):
+            backend = DuckDBBackend(con)
+        assert backend.dialect.name == "duckdb"
+        with backend:
+            yield backend
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +64,10 @@ def pg(pg_dsn):
         yield backend
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+BACKEND_FIXTURES = {"duckdb": "duck", "duckdb-udf": "duck_udf", "postgres": "pg"}
+
+
+@pytest.fixture(params=list(BACKEND_FIXTURES))
 def backend(request):
-    return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
+    """Each engine, DuckDB with and without its extension."""
+    return request.getfixturevalue(BACKEND_FIXTURES[request.param])

@@ -177,7 +177,7 @@ def test_duckdb_shell_opens_files_this_package_creates(tmp_path, capsys):
     job = tmp_path / "job.sql"
     assert main(["compile", str(program), "--dialect", "duckdb", "--database", str(path),
                  "-o", str(job)]) == 0
-    done = subprocess.run([cli, "-csv", "-noheader", str(path)],
+    done = subprocess.run([cli, "-unsigned", "-csv", "-noheader", str(path)],
                           input=job.read_text() + "SELECT * FROM Y ORDER BY 1;\n",
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ import sqlglot
 from sparse_einsum import Session
 from sparse_einsum.optimizer.strategies import STRATEGIES
 from sparse_einsum.program.ops import c_header
-from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect
+from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect, DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
 
 from test_programs import PROGRAMS
@@ -75,8 +75,8 @@ def test_c_kernels_read_the_generated_operation_list():
         "udf_kernels/common/se_ops.h is stale: run python -m sparse_einsum.program.ops"
 
 
-@pytest.mark.parametrize("dialect", [DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect()],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize("dialect", [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(),
+                                     PostgresDialect()], ids=lambda d: d.name)
 def test_every_generated_statement_parses_in_its_dialect(dialect):
     statements = 0
     for name, (text, make_data) in PROGRAMS.items():

@@ -181,9 +181,10 @@ def test_cli_train_and_a_compiled_iteration_in_the_duckdb_shell(tmp_path, duckdb
     assert main(["compile", program, "--train", "--data", data_dir, *TRAIN_ARGS,
                  "--dialect", "duckdb", "--database", database, "-o", job]) == 0
     for epoch in range(2):
-        run = subprocess.run([duckdb_cli, database, "-f", job], capture_output=True, text=True)
+        run = subprocess.run([duckdb_cli, "-unsigned", database, "-f", job], capture_output=True,
+                             text=True)
         assert run.returncode == 0, run.stderr
-        shell = subprocess.run([duckdb_cli, database, "-csv", "-noheader", "-c",
+        shell = subprocess.run([duckdb_cli, "-unsigned", database, "-csv", "-noheader", "-c",
                                 "SELECT val FROM loss"], capture_output=True, text=True)
         assert float(shell.stdout) == pytest.approx(expected[epoch], rel=1e-9)
 

@@ -36,6 +36,7 @@ class Backend:
     dialect: Dialect
     # the share of `memory_limit()` one tuple or kernel call may take (the optimizer's cap)
     memory_share: ClassVar[float] = 1.0
+    fallback: str | None = None     # why the engine's native kernels are not in use
 
     def __enter__(self) -> "Backend":
         return self

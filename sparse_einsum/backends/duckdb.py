@@ -1,9 +1,11 @@
-"""The DuckDB backend: loads relations from Arrow, registers NumPy kernels as
-arrow UDFs, runs the compiled statements and fetches results."""
+"""The DuckDB backend: loads relations from Arrow, runs the compiled statements with the
+sparse_einsum extension's C kernels (or, where it cannot be loaded, NumPy kernels as
+arrow UDFs) and fetches results."""
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,8 +23,10 @@ from ..kernels.numpy_kernels import (
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..memory import parse_size
 from ..program.ops import AGGREGATES
-from ..sql.duckdb import DuckDBDialect, file_scan
+from ..sql.dialect import Dialect
+from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
+from . import duckdb_extension
 from .base import Backend
 
 _LIST = sqltypes.DuckDBPyType(list[float])
@@ -40,12 +44,40 @@ def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
 
 
+_NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64, pa.int32(): np.int32}
+
+
+def _from_arrow(array: pa.Array) -> np.ndarray:
+    """An arrow array as NumPy, zero-copy for numbers without NULLs (pyarrow's to_numpy
+    imports pandas, a second or more of a first call's wall time)."""
+    dtype = _NUMPY_TYPES.get(array.type)
+    if dtype is None or array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * np.dtype(dtype).itemsize)
+
+
+def _to_arrow(values: np.ndarray) -> pa.Array:
+    """A NumPy array of numbers as an arrow array without copying (pa.array imports pandas)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype not in (np.float64, np.int64, np.int32):
+        return pa.array(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
+
+
+def _numpy(array, part) -> np.ndarray:
+    """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
+    pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    parts = [_from_arrow(part(c)) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _rows(array) -> np.ndarray:
     """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
     n = len(array)
-    flat = array.flatten().to_numpy(zero_copy_only=False)
+    flat = _numpy(array, lambda chunk: chunk.flatten())
     return flat.reshape(n, -1) if n else flat.reshape(0, 0)
 
 
@@ -53,43 +85,47 @@ def _packed(array) -> Packed:
     """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-    values = array.values.to_numpy(zero_copy_only=False)
+    offsets = _from_arrow(array.offsets).astype(np.int64)
+    values = _from_arrow(array.values)
     return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
         Packed(values, offsets)
 
 
 def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
     """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
-    offsets = pa.array(bounds, type=pa.int64() if bounds[-1] >= 1 << 31 else pa.int32()) \
-        if len(bounds) else pa.array([0], type=pa.int32())
+    bounds = np.asarray(bounds if len(bounds) else [0])
+    offsets = _to_arrow(bounds.astype(np.int64 if bounds[-1] >= 1 << 31 else np.int32))
     cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
-    return cls.from_arrays(offsets, pa.array(np.asarray(values, dtype=np.float64)))
+    return cls.from_arrays(offsets, _to_arrow(np.asarray(values, dtype=np.float64)))
 
 
 def _scalars(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
+    return _numpy(array, lambda chunk: chunk)
 
 
 def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
     rows, width = values.shape
-    offsets = pa.array(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
-                       if width else np.zeros(rows + 1, dtype=np.int32))
-    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    offsets = _to_arrow(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
+                        if width else np.zeros(rows + 1, dtype=np.int32))
+    flat = _to_arrow(np.ascontiguousarray(values, dtype=np.float64).reshape(-1))
     if mask is None:
         return pa.ListArray.from_arrays(offsets, flat)
-    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
+    bits = pa.py_buffer(np.packbits(np.asarray(mask, dtype=bool), bitorder="little"))
+    return pa.ListArray.from_arrays(offsets, flat, mask=pa.Array.from_buffers(
+        pa.bool_(), rows, [None, bits]))
 
 
-def connect(database: str, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to a DuckDB database file (or ``:memory:``); a file another process
-    holds, or one in a missing directory, is a one-line BackendError. A file it creates
-    is written in STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
+def connect(database: str, read_only: bool = False, native: bool = True
+            ) -> duckdb.DuckDBPyConnection:
+    """A connection to a DuckDB database file (or ``:memory:``), allowing the unsigned
+    sparse_einsum extension when `native`; a file another process holds, or one in a
+    missing directory, is a one-line BackendError. A file it creates is written in
+    STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
     new_file = database != ":memory:" and not Path(database).exists()
     config = {"storage_compatibility_version": STORAGE_VERSION} if new_file else {}
+    if native:
+        config["allow_unsigned_extensions"] = "true"
     try:
         return duckdb.connect(database, read_only=read_only, config=config)
     except duckdb.Error as exc:
@@ -118,6 +154,10 @@ def _alive(pid: int) -> bool:
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
+    Its own connections allow unsigned extensions and load the sparse_einsum extension.
+    `native`: None (default) uses it when it loads and otherwise falls back to the
+    UDF kernels with one warning (a caller's connection opened without
+    allow_unsigned_extensions, no C compiler); True requires it; False never loads it.
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
@@ -126,9 +166,9 @@ class DuckDBBackend(Backend):
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
-                 read_only: bool = False):
+                 read_only: bool = False, native: bool | None = None):
         if connection is None:
-            self.con = connect(database, read_only=read_only)
+            self.con = connect(database, read_only=read_only, native=native is not False)
         else:
             self.con = connection.cursor()
         try:
@@ -143,10 +183,26 @@ class DuckDBBackend(Backend):
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
                 self.con.execute(f"SET threads = {int(threads)}")
+            self.dialect = self._kernels(native)
         except BaseException:
             self.con.close()
             raise
-        self.dialect = DuckDBDialect()
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The native dialect when the extension loads, else the UDF one (`fallback` says why)."""
+        if native is False:
+            self.fallback = "the extension was not requested (native=False)"
+            return DuckDBDialect()
+        try:
+            duckdb_extension.load(self.con)
+            return DuckDBNativeDialect()
+        except BackendError as exc:
+            if native:
+                raise
+            self.fallback = str(exc)
+            warnings.warn(f"sparse-einsum runs DuckDB kernels as Python UDFs (slower): "
+                          f"{self.fallback}", RuntimeWarning, stacklevel=2)
+            return DuckDBDialect()
 
     def leftover_files(self) -> list[Path]:
         """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
@@ -166,9 +222,10 @@ class DuckDBBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
+        columns = {c: _to_arrow(np.asarray(k, dtype=np.int64))
+                   for c, k in zip(rel.columns, blocks.keys)}
         if rel.is_scalar:
-            columns["val"] = pa.array(blocks.values)        # DOUBLE, or BIGINT for integers
+            columns["val"] = _to_arrow(blocks.values)       # DOUBLE, or BIGINT for integers
         elif rel.sparse:
             columns["val"] = _ragged_array(blocks.values, blocks.bounds)
         else:
@@ -268,7 +325,7 @@ class DuckDBBackend(Backend):
                 out = run_sparse_kernel(spec, inputs, sparse, constants)
             else:
                 out = run_kernel(spec, *inputs, constants=constants)
-            return _list_array(out) if use.returns_list else pa.array(out)
+            return _list_array(out) if use.returns_list else _to_arrow(out)
 
         params = [_type(is_list) for is_list in use.args_are_lists]
         udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
@@ -282,7 +339,7 @@ def _aggregate_udf(agg: str, expected: int):
     def udf(groups, counts):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = _from_arrow(groups.value_lengths())
         rows = _rows(groups.flatten())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         out = pairwise.reduceat(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
@@ -305,7 +362,7 @@ def _split_udf(spec: GatherSpec):
             else np.zeros((0, spec.sub_size))
         inner = _list_array(pieces, mask=~np.any(pieces != 0, axis=1))
         outer = np.arange(0, len(rows) * spec.positions + 1, spec.positions, dtype=np.int32)
-        return pa.ListArray.from_arrays(pa.array(outer), inner)
+        return pa.ListArray.from_arrays(_to_arrow(outer), inner)
     return udf
 
 
@@ -315,7 +372,7 @@ def _stack_udf(spec: GatherSpec, values_are_lists: bool):
     def udf(groups):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = _from_arrow(groups.value_lengths())
         items = groups.flatten()
         positions = _scalars(items.field("p")).astype(np.int64)
         values = items.field("v")

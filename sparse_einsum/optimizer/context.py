@@ -37,12 +37,16 @@ class OptimizerContext:
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
+              bound_states: bool = False,
               stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
               cap_source: str | None = None) -> "OptimizerContext":
+        """`bound_states`: array aggregates keep their states where the engine cannot spill
+        them, so groups x state size must stay within the memory cap too."""
         stats = propagate(dag, input_stats)
-        model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values, scalars_only, sparse_payloads)
+        cap = memory_cap or default_memory_cap()
+        model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
+                          sparse_payloads, max_state_bytes=cap if bound_states else None)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 
