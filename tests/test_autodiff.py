@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sparse_einsum import Session, grad
 from sparse_einsum.errors import ProgramError
 from sparse_einsum.optimizer.strategies import STRATEGIES
+from sparse_einsum.program.model import Unary, nodes
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.training import backward_program
 
@@ -113,6 +114,16 @@ def test_gradients_match_torch_under_every_plan(name, backend):
                 np.testing.assert_allclose(outputs[grads.grads[param]], expected[param],
                                            rtol=1e-8, atol=1e-12,
                                            err_msg=f"{name}: d{loss}/d{param} under {spec.name}")
+
+
+def test_every_operation_has_a_derivative_rule():
+    from sparse_einsum.program import autodiff
+    from sparse_einsum.program.model import BINARY_OPS, UNARY_FUNCTIONS
+    assert set(autodiff._UNARY_RULES) == set(UNARY_FUNCTIONS)
+    assert set(autodiff._BINARY_RULES) == set(BINARY_OPS)
+    used = {node.fn for text, *_ in CASES.values() for st in load_program(text).statements
+            for node in nodes(st.expr) if isinstance(node, Unary)}
+    assert used >= set(UNARY_FUNCTIONS) - {"step"}, "a function no gradient case exercises"
 
 
 def test_grad_api_returns_arrays_and_zeros():

@@ -84,21 +84,23 @@ _UNARY_RULES: dict[str, Callable[[Expr, Expr], Expr | None]] = {
 }
 
 
+# the adjoints of (left, right) in `left op right` given the adjoint of the result
+_BINARY_RULES: dict[str, Callable[[Expr, Expr, Expr], tuple[Expr, Expr]]] = {
+    "+": lambda adj, l, r: (adj, adj),
+    "-": lambda adj, l, r: (adj, _neg(adj)),
+    "*": lambda adj, l, r: (_mul(adj, r), _mul(adj, l)),
+    "/": lambda adj, l, r: (_div(adj, r), _neg(_div(_div(_mul(adj, l), r), r))),
+}
+
+
 def _child_adjoints(node: Expr, adj: Expr) -> list[tuple[Expr, Expr]]:
     """(child, its adjoint) of one expression node given the node's adjoint."""
     if isinstance(node, Unary):
         child = _UNARY_RULES[node.fn](adj, node.arg)
         return [] if child is None else [(node.arg, child)]
     if isinstance(node, Binary):
-        l, r = node.left, node.right
-        if node.op == "+":
-            return [(l, adj), (r, adj)]
-        if node.op == "-":
-            return [(l, adj), (r, _neg(adj))]
-        if node.op == "*":
-            return [(l, _mul(adj, r)), (r, _mul(adj, l))]
-        if node.op == "/":
-            return [(l, _div(adj, r)), (r, _neg(_div(_div(_mul(adj, l), r), r)))]
+        return list(zip((node.left, node.right),
+                        _BINARY_RULES[node.op](adj, node.left, node.right)))
     return []
 
 
