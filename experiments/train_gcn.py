@@ -106,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dsn")
     ap.add_argument("--memory-limit", dest="memory_limit")
     ap.add_argument("--plan", default="optimal")
+    ap.add_argument("--udf-kernels", action="store_true",
+                    help="DuckDB: NumPy UDF kernels instead of the native extension")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     tables, _ = output_dirs(args.out, args.publish)
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{data['X'].shape[1]} features, hidden {args.hidden}; data made in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
     options = {k: v for k, v in (("dsn", args.dsn), ("memory_limit", args.memory_limit)) if v}
+    if args.udf_kernels:
+        options["native"] = False
     start = time.perf_counter()
     with Trainer(GCN, data, loss=LOSS, params=["W1", "W2"], lr=args.lr, plan=args.plan,
                  backend=args.backend, backend_options=options,
