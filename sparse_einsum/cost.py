@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .plan import Choice
 from .program.dag import Dag, Vertex
-from .stats.propagate import OperandStats, operand_stats
+from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
 from .tiling import (
     Tiling, key_range, keyed_axes, pads, payload_axes, payload_size, tile_distinct,
@@ -128,6 +128,7 @@ class CostModel:
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
+        self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
@@ -267,7 +268,11 @@ class CostModel:
         shared = [l for l in ops[0].distinct if l in ops[1].distinct and l in ranges]
         denominator = prod(max(self._tiled(ops[0], l, tiles), self._tiled(ops[1], l, tiles), 1.0)
                            for l in shared)
-        return t_in[0] * t_in[1] / denominator
+        join = t_in[0] * t_in[1] / denominator
+        if all(tiles[l] == 1 for l in shared) and all(
+                any(l in ranges and l not in shared for l in o.distinct) for o in ops):
+            join *= self._skew[v.name]    # tuples per shared key follow the degrees
+        return join
 
     @staticmethod
     def _tiled(o: OperandStats, label: str, tiles: dict[str, int]) -> float:

@@ -7,10 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from .backends.base import Backend
-from .blocks import compose, decompose
+from .blocks import compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
 from .sql.steps import TableRelation
@@ -26,7 +24,7 @@ class StepReport:
 
 @dataclass
 class Execution:
-    outputs: dict[str, np.ndarray]
+    outputs: dict[str, object]          # NumPy arrays, or scipy.sparse arrays where asked
     steps: list[StepReport] = field(default_factory=list)
     plan: Plan | None = None
 
@@ -36,15 +34,17 @@ class Execution:
 
 
 def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend, *,
-            count_tuples: bool = False, progress: Callable[[str], None] | None = None
-            ) -> Execution:
-    """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose."""
+            count_tuples: bool = False, progress: Callable[[str], None] | None = None,
+            sparse: frozenset[str] = frozenset()) -> Execution:
+    """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
+    outputs named in `sparse` come back as scipy.sparse arrays, the others dense."""
     with backend.scope():
-        return _execute(compiled, arrays, backend, count_tuples, progress)
+        return _execute(compiled, arrays, backend, count_tuples, progress, sparse)
 
 
 def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
-             count_tuples: bool, progress: Callable[[str], None] | None) -> Execution:
+             count_tuples: bool, progress: Callable[[str], None] | None,
+             sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
     done_after = _last_reads(compiled)
@@ -65,7 +65,8 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             for rel in done_after.get(n - 1, ()):    # intermediates no later step reads
                 backend.drop(rel)
                 created.remove(rel)
-        results = {name: compose(backend.fetch(rel), rel.shape, rel.tiling)
+        results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
+                       backend.fetch(rel), rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
     finally:
         for rel in created:
