@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     report = Report()
-    report(f"{command_line('bench_spmm', argv or [])}  ({code_version()})")
+    report(f"{command_line('bench_spmm', argv)}  ({code_version()})")
 
     rng = np.random.default_rng(0)
     a = sp.csr_matrix((rng.random(args.nnz), (rng.integers(0, args.rows, args.nnz),

@@ -48,12 +48,16 @@ DEFAULT_PARAMS = {
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs)
+    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs);
+    # c_sparse: its kernel over packed payloads (calibrate.sparse_seconds_per_flop, median of
+    # 3; scipy 3.4e-9 alongside)
     "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=2.5e-10, c_fixed=3.7e-8, c_add=2.6e-8,
-                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
-    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS)
+                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
+                                c_sparse=2.8e-9),
+    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS);
+    # c_sparse as for duckdb-native
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.7e-10, c_fixed=8.7e-7, c_add=1.0e-12,
-                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
+                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9),
 }
 
 
@@ -166,7 +170,8 @@ class CostModel:
             return False
         if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
             return False
-        payload_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+        packed = choice.sparse if self.sparse_driven(v, choice) else frozenset()
+        payload_in = [self.payload_bytes(o.tensor, t, k in packed)
                       for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
             return False
@@ -184,6 +189,14 @@ class CostModel:
             per_row += 8.0 * prod(tiles[l] for l in v.all_labels)
         once = sum(b for b, k in zip(payload_in, keyed) if not k)
         return rows * per_row + once <= self.cap
+
+    def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
+        """Whether the kernel runs over the packed operand's non-zeros: a product summed,
+        one operand packed, the other finite (0 x inf must give NaN, so the kernels
+        densify the packed operand otherwise, and its dense size must fit the cap)."""
+        return (len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum"
+                and all(self.stats[o.tensor].finite
+                        for k, o in enumerate(v.operands) if k not in choice.sparse))
 
     def state_bytes(self, v: Vertex, choice: Choice) -> float:
         """Bytes of the array states of an element-wise aggregate: one output-sized array
@@ -244,7 +257,7 @@ class CostModel:
         if not choice.sparse:
             return loop
         densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
-        if len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum" and self.p.c_sparse:
+        if self.sparse_driven(v, choice) and self.p.c_sparse:
             (s,) = choice.sparse
             other = prod(tiles[l] for l in v.all_labels
                          if l not in v.operands[s].labels and tiles[l] > 1)

@@ -85,10 +85,10 @@ def _packed(array) -> Packed:
     """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = _from_arrow(array.offsets).astype(np.int64)
-    values = _from_arrow(array.values)
-    return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
-        Packed(values, offsets)
+    offsets = _from_arrow(array.offsets).astype(np.int64)   # into the whole child, even
+    values = _from_arrow(array.values)                       # for a slice of the array
+    start = offsets[0] if len(offsets) else 0
+    return Packed(values[start:offsets[-1] if len(offsets) else 0], offsets - start)
 
 
 def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
