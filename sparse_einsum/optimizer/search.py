@@ -353,9 +353,9 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
     tiling, and for an array input read more than once, the decomposition loaded for
     several readers (paid once, outside the DP). Beyond, the DP runs with wide top-k lists
-    and keeps consistent merges only; those lists can hold no consistent merge at all (many
-    shared vertices, as in a program with its backward pass), so greedy's plan, consistent by
-    construction, is always a candidate. With more than SHARED_LIMIT shared vertices (long
+    and keeps consistent merges only. Top-k lists can hold no consistent merge at all (many
+    shared vertices, as in a program with its backward pass), so greedy's plan, consistent
+    by construction, is always a candidate. With more than SHARED_LIMIT shared vertices (long
     programs reusing their results) the DP's merges would grow with the program: greedy's
     plan, found in linear time, is returned."""
     if len(space.shared) > SHARED_LIMIT:
@@ -379,7 +379,7 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
             found += [Partial.make(dict(p.choices), {**p.costs, **paid})
                       for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
     space.prepaid = frozenset()
-    return _best(found, k)
+    return _best(found + [greedy(space)], k)
 
 
 
