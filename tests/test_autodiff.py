@@ -12,6 +12,7 @@ from sparse_einsum.errors import ProgramError
 from sparse_einsum.optimizer.strategies import STRATEGIES
 from sparse_einsum.program.model import Unary, nodes
 from sparse_einsum.program.parser import load_program
+from sparse_einsum.sql.duckdb import DuckDBDialect
 from sparse_einsum.training import backward_program
 
 pytest.importorskip("torch")
@@ -152,3 +153,22 @@ def test_bad_gradient_requests(loss, wrt, message):
     text = "input X[i]\nY[i] = X[i] * X[i]\nL[] = Y[i]"
     with pytest.raises(ProgramError, match=message):
         grad(text, {"X": np.ones(3)}, loss=loss, wrt=wrt)
+
+
+def test_the_softmax_loss_keeps_its_gradients_finite_in_the_statistics():
+    """The loss vouches that exp(Z - max Z) <= 1 and its row sums >= 1, so the backward
+    pass of finite logits is finite and products with a sparse operand stay sparse (a
+    may-be-infinite gradient would meet every missing entry: 0 * inf is NaN)."""
+    text = "input A[i,j]\ninput W[j,c]\nZ[i,c] = A[i,j] * W[j,c]"
+    data = dict(A=sp.csr_matrix(sparse((6, 5), 0.3)), W=dense(5, 3),
+                y=np.array([0, 1, 2, 0, 1, 2]), mask=np.ones(6, dtype=bool))
+    grads, inputs = backward_program(text, data, "softmax_cross_entropy(Z, y, mask)", ["W"])
+    with Session(grads.program, inputs, backend=None, dialect=DuckDBDialect()) as session:
+        stats = session.optimizer().stats
+    assert stats["ce_S"].finite and all(stats[st.out].finite for st in grads.backward)
+    inputs["W"] = np.full((5, 3), np.inf)
+    with Session(grads.program, inputs, backend=None, dialect=DuckDBDialect()) as session:
+        assert not session.optimizer().stats[grads.grads["W"]].finite
+    own = "input X[i]\nE[i] = exp(X[i])\nL[] = E[i] / E[i]"
+    with Session(own, dict(X=dense(3)), backend=None, dialect=DuckDBDialect()) as session:
+        assert not session.optimizer().stats["L"].finite       # no loss vouches for these

@@ -15,6 +15,8 @@ labels of r missing from ``adj`` are broadcast by a vector of ones, a repeated l
 missing from ``adj`` counts once per index. ``max``/``min`` send the gradient to the
 entries equal to the result, split evenly between ties (as PyTorch's ``amax``);
 ``relu``'s derivative is 0 at 0 and ``abs``'s is ``sign`` (0 at 0), as in PyTorch.
+The shares a bounded statement (`Statement.bounded`) sends are bounded too: the loss that
+marks it vouches for its derivatives (1/S for S >= 1, exp(Z - max Z)).
 """
 from __future__ import annotations
 
@@ -166,9 +168,10 @@ class _Backward:
         self.helper_decls: dict[str, InputDecl] = {}
         self.helper_data: dict[str, object] = {}
 
-    def emit(self, base: str, labels: tuple[str, ...], expr: Expr, agg: str = "sum") -> str:
+    def emit(self, base: str, labels: tuple[str, ...], expr: Expr, agg: str = "sum",
+             bounded: bool = False) -> str:
         name = self.names(base)
-        self.added.append(Statement(name, labels, expr, agg))
+        self.added.append(Statement(name, labels, expr, agg, bounded=bounded))
         return name
 
     def total(self, tensor: str) -> str | Expr:
@@ -247,5 +250,5 @@ class _Backward:
             expr = _mul(expr, Const(float(repeats)))
         if not expr_refs(expr):               # a constant gradient of a scalar
             expr = _mul(expr, Ref(self.helper("ones", 1), ("_",)))
-        name = self.emit(f"d{ref.name}_{st.out}", tuple(out), expr)
+        name = self.emit(f"d{ref.name}_{st.out}", tuple(out), expr, bounded=st.bounded)
         self.adjoints.setdefault(ref.name, []).append(name)

@@ -8,7 +8,7 @@ data its new inputs need; a plain tensor name is a loss the program defines itse
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -67,8 +67,9 @@ def _softmax_cross_entropy(program: Program, shapes: dict, data: dict, args: lis
         accuracy[] = ce_Y[i,c] * (1 - step(ce_M[i] - {logits}[i,c])) * ce_w[i]
         """
     weights = mask / mask.sum()
+    # exp(Z - max Z) <= 1, so ce_S >= 1 and log(ce_S), 1/ce_S are finite where Z is
     return _append(program, text, {"ce_Y": onehot, "ce_w": weights}, constants=["ce_M"],
-                   metrics=["accuracy"])
+                   metrics=["accuracy"], bounded=["ce_S", "loss"])
 
 
 def _mse(program: Program, shapes: dict, data: dict, args: list[str]) -> LossProgram:
@@ -112,8 +113,9 @@ def _matrix_shape(shapes: dict, name: str, loss: str) -> tuple[int, int]:
 
 
 def _append(program: Program, text: str, data: dict, constants: list[str] = (),
-            metrics: list[str] = ()) -> LossProgram:
-    """`program` followed by the statements of `text` (names made unique)."""
+            metrics: list[str] = (), bounded: list[str] = ()) -> LossProgram:
+    """`program` followed by the statements of `text` (names made unique); those in
+    `bounded` stay finite where their inputs are (`Statement.bounded`)."""
     taken = set(program.inputs) | {st.out for st in program.statements}
     renames = {}
     for name in re.findall(r"^\s*(?:input\s+)?([A-Za-z_]\w*)\s*\[", text, re.M):
@@ -126,8 +128,10 @@ def _append(program: Program, text: str, data: dict, constants: list[str] = (),
     text = re.sub(r"\b(" + "|".join(map(re.escape, renames)) + r")\b(?=\s*\[)",
                   lambda m: renames[m.group(1)], text)
     extra = parse_program(text, validate=False)
+    marked = {renames[b] for b in bounded}
+    statements = [replace(st, bounded=st.out in marked) for st in extra.statements]
     combined = Program({**program.inputs, **extra.inputs},
-                       program.statements + extra.statements, [renames["loss"]], program.source)
+                       program.statements + statements, [renames["loss"]], program.source)
     return LossProgram(combined, renames["loss"], {renames[k]: v for k, v in data.items()},
                        [renames[c] for c in constants], [renames[m] for m in metrics])
 
