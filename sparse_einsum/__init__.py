@@ -3,6 +3,7 @@ from .api import einsum, explain, run
 from .errors import DataError, PlanError, ProgramError, SparseEinsumError
 from .plan import Plan
 from .session import Session
+from .training import grad, train
 
-__all__ = ["einsum", "run", "explain", "Session", "Plan", "SparseEinsumError", "ProgramError",
+__all__ = ["einsum", "run", "explain", "grad", "train", "Session", "Plan", "SparseEinsumError", "ProgramError",
            "DataError", "PlanError"]

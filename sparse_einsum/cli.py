@@ -1,4 +1,4 @@
-"""The ``sparse-einsum`` command line: run, explain and compile EinSum programs.
+"""The ``sparse-einsum`` command line: run, explain, compile and train EinSum programs.
 
 Exit codes: 0 success; 2 bad input (a program, data, plan or option the user gave: one line
 ``sparse-einsum: error: ...`` on stderr); 1 an unexpected failure of the database or the
@@ -74,17 +74,18 @@ def _load_sparse(path: Path):
     return matrix.astype(np.float64)
 
 
-def load_data(program, directory: str | Path) -> dict[str, object]:
-    """The data of every declared input not bound to a table, from NAME.npy or NAME.npz in
-    `directory`; files for tensors the program does not declare are ignored."""
+def load_data(program, directory: str | Path, *, skip: Sequence[str] = (),
+              extra: Sequence[str] = ()) -> dict[str, object]:
+    """The data of every declared input not bound to a table (but those in `skip`), and of
+    the names in `extra`, from NAME.npy or NAME.npz in `directory`; files for other names
+    are ignored."""
     directory = Path(directory)
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
         raise DataError(f"data directory {directory} {what}")
     data: dict[str, object] = {}
-    for name, decl in program.inputs.items():
-        if decl.source is not None:
-            continue
+    names = [n for n, decl in program.inputs.items() if decl.source is None and n not in skip]
+    for name in dict.fromkeys(names + list(extra)):
         npy, npz = directory / f"{name}.npy", directory / f"{name}.npz"
         if npy.is_file() and npz.is_file():
             raise DataError(f"input tensor {name} has two data files, {npy} and {npz}: keep one")
@@ -93,7 +94,8 @@ def load_data(program, directory: str | Path) -> dict[str, object]:
         elif npz.is_file():
             data[name] = _load_sparse(npz)
         else:
-            raise DataError(f"no data for input tensor {name}: expected {npy.name} (dense, "
+            what = "input tensor" if name in program.inputs else "the loss's data"
+            raise DataError(f"no data for {what} {name}: expected {npy.name} (dense, "
                             f"np.save) or {npz.name} (scipy.sparse.save_npz) in {directory}")
     return data
 
@@ -184,10 +186,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explanation import format_explanation
     options = _backend_options(args)
     program = _program(args.program, args)
-    data = load_data(program, args.data)
     extra = {"sql": True} if args.sql else {}
-    result = explain(program, data, top=args.top, analyze=args.analyze, backend=args.backend,
-                     **extra, **options)
+    if args.loss or args.params:
+        from .training import explain_gradients
+        if not (args.loss and args.params):
+            args.parser.error("the gradients need both --loss and --params")
+        data, params, _ = _training_args(args, program)
+        result = explain_gradients(program, data, loss=args.loss, wrt=params, top=args.top,
+                                   analyze=args.analyze, backend=args.backend, **extra,
+                                   **options)
+    else:
+        data = load_data(program, args.data)
+        result = explain(program, data, top=args.top, analyze=args.analyze,
+                         backend=args.backend, **extra, **options)
     if args.json:
         print(json.dumps(result, indent=2, default=_json_default))
     else:
@@ -195,10 +206,57 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _training_args(args: argparse.Namespace, program) -> tuple[dict, list[str], dict]:
+    """Data (the program's inputs and the loss's data), parameters and dropout rates of the
+    training options."""
+    from .program.losses import parse_loss
+    params = [p.strip() for p in args.params.split(",") if p.strip()]
+    dropout = {}
+    for item in args.dropout or []:
+        name, _, rate = item.partition("=")
+        try:
+            dropout[name.strip()] = float(rate)
+        except ValueError:
+            args.parser.error(f"--dropout {item!r}: expected MASK=RATE, e.g. D1=0.5")
+    call = parse_loss(args.loss)
+    extra = call[1][1:] if call else []
+    data = load_data(program, args.data, skip=list(dropout), extra=extra)
+    return data, params, dropout
+
+
+def _optimizer_options(args: argparse.Namespace) -> dict[str, float]:
+    return {k: getattr(args, k) for k in ("lr", "beta1", "beta2", "eps")
+            if getattr(args, k, None) is not None}
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .training import train
+    program = _program(args.program, args)
+    data, params, dropout = _training_args(args, program)
+    result = train(program, data, loss=args.loss, params=params, optimizer=args.optimizer,
+                   epochs=args.epochs, plan=args.plan, backend=args.backend, tables=args.tables,
+                   resume=args.resume, dropout=dropout, seed=args.seed,
+                   progress=_progress(args) or False, **_optimizer_options(args),
+                   **_backend_options(args))
+    if result.losses:
+        extra = "".join(f", {m} {values[-1]:.6g}" for m, values in result.metrics.items())
+        print(f"trained {', '.join(params)} for {len(result.losses)} epochs: loss "
+              f"{result.losses[0]:.6g} -> {result.losses[-1]:.6g}{extra}, "
+              f"{sum(result.seconds) / len(result.seconds):.3f} s per epoch")
+    else:
+        print(f"parameters {', '.join(params)} stored in tables {args.tables}_*")
+    if args.out:
+        try:
+            np.savez(args.out, **result.params)
+        except OSError as exc:
+            raise SparseEinsumError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    return 0
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from .compile_job import compile_job
     program = _program(args.program, args)
-    data = load_data(program, args.data) if args.data else None
+    data = load_data(program, args.data) if args.data and not args.train else None
     options = {"plan": args.plan} if args.plan else {}
     if args.dsn is not None and args.dialect != "postgres":
         args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
@@ -208,7 +266,18 @@ def cmd_compile(args: argparse.Namespace) -> int:
         args.parser.error(f"--extension does not apply to --dialect {args.dialect}")
     options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database),
                                       ("extension", args.extension)) if v})
-    text = compile_job(program, dialect=args.dialect, data=data, **options)
+    if args.train:
+        from .training import compile_training_job
+        if not (args.loss and args.params and args.data):
+            args.parser.error("--train needs --loss, --params and --data")
+        data, params, dropout = _training_args(args, program)
+        if dropout:
+            args.parser.error("--dropout does not apply to compiled jobs")
+        text = compile_training_job(program, data, dialect=args.dialect, loss=args.loss,
+                                    params=params, optimizer=args.optimizer, tables=args.tables,
+                                    **_optimizer_options(args), **options)
+    else:
+        text = compile_job(program, dialect=args.dialect, data=data, **options)
     if args.output == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
@@ -291,6 +360,26 @@ def _add_backend(sub: argparse.ArgumentParser, duckdb_options: bool = True) -> N
                            help="DuckDB memory limit such as 2GB")
 
 
+def _add_training(sub: argparse.ArgumentParser, required: bool) -> None:
+    from .program.losses import LOSSES
+    from .program.updates import OPTIMIZERS
+    group = sub.add_argument_group("training")
+    group.add_argument("--loss", metavar="L", required=required,
+                       help="a scalar tensor of the program, or "
+                            + " or ".join(f"{n}(...)" for n in LOSSES)
+                            + ": softmax_cross_entropy(LOGITS, LABELS, MASK), mse(PRED, TARGET) "
+                              "with LABELS, MASK, TARGET data files")
+    group.add_argument("--params", metavar="W1,W2", required=required,
+                       help="the inputs to train")
+    group.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adam")
+    group.add_argument("--lr", type=float, help="learning rate")
+    group.add_argument("--beta1", type=float, help="Adam's beta1 (default 0.9)")
+    group.add_argument("--beta2", type=float, help="Adam's beta2 (default 0.999)")
+    group.add_argument("--eps", type=float, help="Adam's eps (default 1e-8)")
+    group.add_argument("--tables", metavar="PREFIX", default="se_train",
+                       help="parameter and optimizer tables are PREFIX_NAME (default se_train)")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -367,6 +456,33 @@ def build_parser() -> argparse.ArgumentParser:
                           "statement's q-error (estimated / actual tuples)")
     sub.add_argument("--sql", action="store_true",
                      help="also show each plan's SQL statements (pretty-printed)")
+    sub.add_argument("--loss", metavar="L", help="with --params: explain the program with the "
+                     "gradients of loss L (see 'train --help'), backward statements marked")
+    sub.add_argument("--params", metavar="W1,W2", help="the tensors to differentiate by")
+    sub.set_defaults(dropout=None)
+    _add_backend(sub)
+
+    sub = command("train", "Train parameters of a program in the database (gradients, "
+                  "optimizer updates; one transaction per epoch)",
+                  f"{PROG} train gcn.se --data gcn_data --loss 'softmax_cross_entropy(Z, y, "
+                  "train_mask)' --params W1,W2 --epochs 50 --optimizer adam --lr 0.1 "
+                  "--out params.npz", cmd_train)
+    sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
+    sub.add_argument("--data", metavar="DIR", required=True,
+                     help="directory with NAME.npy (dense) or NAME.npz (scipy.sparse) per input "
+                          "and per data name the loss uses; parameters' initial values too")
+    _add_training(sub, required=True)
+    sub.add_argument("--epochs", type=int, default=1, help="iterations to run (default 1; 0 "
+                     "only stores the initial parameters in their tables)")
+    sub.add_argument("--plan", metavar="P", default=DEFAULT_PLAN, help=plan_help())
+    sub.add_argument("--dropout", metavar="MASK=RATE", action="append",
+                     help="an input of the program redrawn each epoch as a dropout mask "
+                          "(kept entries 1/(1-RATE), the rest 0); repeatable")
+    sub.add_argument("--seed", type=int, default=0, help="seed of the dropout masks")
+    sub.add_argument("--resume", action="store_true",
+                     help="continue from the parameter and optimizer tables of an earlier run")
+    sub.add_argument("--out", metavar="FILE.npz", help="write the trained parameters")
+    sub.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     _add_backend(sub)
 
     sub = command("compile", "Compile a program to one SQL job for PostgreSQL or DuckDB",
@@ -383,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="data of the inputs without a table binding, as for 'run' "
                           "(embedded in the job as INSERTs)")
     sub.add_argument("--plan", metavar="P", help=plan_help())
+    sub.add_argument("--train", action="store_true",
+                     help="compile one training iteration (forward, backward, update of the "
+                          "parameter tables, which 'train --epochs 0' creates) as the job")
+    _add_training(sub, required=False)
+    sub.set_defaults(dropout=None)
     stats = sub.add_mutually_exclusive_group()
     stats.add_argument("--dsn", help="PostgreSQL database to read shapes and statistics of the "
                                      "input tables from (--dialect postgres)")

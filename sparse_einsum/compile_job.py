@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from importlib import metadata
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -41,13 +42,16 @@ ROWS_PER_INSERT = 1000
 
 def compile_job(program: Program | str | Path, *, dialect: str, data: dict | None = None,
                 plan: str | Plan = "optimal", dsn: str | None = None,
-                database: str | None = None, extension: str | None = None) -> str:
+                database: str | None = None, extension: str | None = None,
+                before: Sequence[str] = (), after: Sequence[str] = ()) -> str:
     """The SQL job of `program` for `dialect` (one of JOB_DIALECTS) under `plan`.
 
     Shapes and statistics come from the live database when `dsn` (postgres) or
     `database` (a DuckDB file) is given; otherwise from declared bounds and assumptions.
     Inputs without a table binding are embedded from `data`. A duckdb job LOADs the
-    DuckDB extension from `extension` (default: the one built on this machine).
+    DuckDB extension from `extension` (default: the one built on this machine). The
+    statements `before` run first in the job's transaction, those `after` last (a training
+    iteration's updates).
     """
     program = load_program(program)
     data = dict(data or {})
@@ -79,7 +83,9 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
             out += [_kernels_check(), ""]
         if load:
             out += ["LOAD '" + load.replace("'", "''") + "';", ""]
-        out += ["BEGIN;", "", "-- inputs (keys outside the compiled shape fail a CHECK)"]
+        out += ["BEGIN;", ""]
+        out += [f"{sql};" for sql in before] + ([""] if before else [])
+        out += ["-- inputs (keys outside the compiled shape fail a CHECK)"]
         for name, rel in stored.items():
             decl = program.inputs[name]
             if name in data:
@@ -99,7 +105,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         out += [f"DROP TABLE {q(t)};" for t in
                 dict.fromkeys([r.table for r in stored.values()] +
                               [s.target.table for s in compiled.steps])]
-        out += ["", "COMMIT;"]
+        out += [""] + [f"{sql};" for sql in after] + ([""] if after else []) + ["COMMIT;"]
     return "\n".join(out) + "\n"
 
 

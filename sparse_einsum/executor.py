@@ -2,6 +2,7 @@
 and drop every table the run made."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -10,6 +11,7 @@ from .backends.base import Backend
 from .blocks import compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
+from .sql.steps import TableRelation
 
 
 @dataclass
@@ -45,6 +47,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
+    done_after = _last_reads(compiled)
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
@@ -59,6 +62,9 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
             reports.append(StepReport(step.label, step.vertex, seconds, tuples))
+            for rel in done_after.get(n - 1, ()):    # intermediates no later step reads
+                backend.drop(rel)
+                created.remove(rel)
         results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
                        backend.fetch(rel), rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
@@ -66,3 +72,25 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
         for rel in created:
             backend.drop(rel)
     return Execution(results, reports)
+
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def _last_reads(compiled: CompiledPlan) -> dict[int, list[TableRelation]]:
+    """Step index -> the tables made by the run that no later step reads (in its SQL or as
+    a kernel's constant operand); outputs are kept. Dropping them early bounds the memory
+    of a run by the live intermediates (a training iteration makes dozens)."""
+    kept = {rel.table for rel in compiled.outputs.values()}
+    last: dict[str, tuple[int, TableRelation]] = {}
+    for k, step in enumerate(compiled.steps):
+        read = {m.replace('""', '"') for m in _QUOTED.findall(step.sql)}
+        read |= {use.constant[1].table for use in step.kernels if use.constant}
+        for table in read & last.keys():
+            last[table] = (k, last[table][1])
+        if step.target.table not in kept:
+            last[step.target.table] = (k, step.target)
+    done: dict[int, list[TableRelation]] = {}
+    for k, rel in last.values():
+        done.setdefault(k, []).append(rel)
+    return done

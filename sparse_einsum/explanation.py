@@ -82,6 +82,9 @@ def format_explanation(result: dict) -> str:
     if result["fused"]:
         lines.append("products ordered together: " + ", ".join(
             f"{f['statement']} into {f['into']}" for f in result["fused"]))
+    if result.get("backward"):
+        lines += ["", "backward statements (marked d below):"]
+        lines += [f"  {text}" for text in result["backward"]]
     for plan in result["plans"]:
         title = f"plan {plan['rank']} ({plan['name']}): estimated cost {plan['cost']:.4g}"
         if "seconds" in plan:
@@ -95,7 +98,8 @@ def format_explanation(result: dict) -> str:
         lines.append(header)
         for s in plan["statements"]:
             c = s["cost_breakdown"]
-            row = (f"  {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
+            mark = "d" if s.get("pass") == "backward" else " "
+            row = (f"{mark} {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
                    f"{s['cost']:>9.3g}")
             if "seconds" in plan:

@@ -73,6 +73,7 @@ class Session:
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
                  progress: Callable[[str], None] | None = None, paths: str = "cost",
+                 in_place: frozenset[str] = frozenset(), scoped: bool = True,
                  **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
@@ -84,10 +85,14 @@ class Session:
         self.backend: Backend | None = None
         self._owns_backend = False
         self._scope: ContextManager | None = None
+        # inputs whose tables hold their all-promoted relations already, read in place
+        self.in_place = in_place
+        self.scoped = scoped          # False: the caller runs transactions (training)
         if backend is not None:
             self.backend, self._owns_backend = open_backend(backend, **backend_options)
-            self._scope = self.backend.scope()     # every table the session makes lives in it
-            self._scope.__enter__()
+            if scoped:
+                self._scope = self.backend.scope()     # every table the session makes lives in it
+                self._scope.__enter__()
         if dialect is None and self.backend is None:
             raise PlanError("a session without a backend needs a dialect to compile for")
         self.dialect = dialect or self.backend.dialect
@@ -96,6 +101,7 @@ class Session:
         self.inputs_in_tables = inputs_in_tables
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"   # of every table it makes
         self.stored: dict[str, TableRelation] = {}     # relational inputs imported
+        self.table_relations: dict[str, TableRelation] = {}   # read in place
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
         self._paths: SparsePaths | None = None
@@ -142,9 +148,15 @@ class Session:
         for n, (name, inp) in enumerate(self.inputs.items()):
             if isinstance(inp, ArrayInput):
                 shapes[name] = inp.shape
+            elif self.backend is not None and name in self.in_place:
+                shapes[name] = _declared_shape(inp)
+                rel = TableRelation(inp.location, name, shapes[name], (1,) * len(shapes[name]),
+                                    inp.decl.labels)
+                self._input_stats[name] = self.backend.table_stats(rel)
+                self.table_relations[name] = rel
             elif self.backend is not None:
-                rel, stats = self.backend.import_source(inp, f"{self.prefix}_in{n}",
-                                                        temporary=self.inputs_in_tables)
+                rel, stats = self.backend.import_source(
+                    inp, f"{self.prefix}_in{n}", temporary=self.inputs_in_tables or not self.scoped)
                 self.stored[name], self._input_stats[name] = rel, stats
                 shapes[name] = rel.shape
             else:
@@ -230,7 +242,7 @@ class Session:
     def table_inputs(self) -> dict[str, TableRelation]:
         """Inputs read from tables: the imported ones, or every input for a compiled job."""
         if not self.inputs_in_tables:
-            return self.stored
+            return {**self.stored, **self.table_relations}
         return {name: TableRelation(f"{self.prefix}_in{n}", name, self.dag.shapes[name],
                                     (1,) * len(labels), labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}

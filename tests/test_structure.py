@@ -32,7 +32,7 @@ STAGES = [
     ["backends"],
     ["executor", "explanation"],
     ["session"],
-    ["api", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
+    ["api", "training", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
 ]
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 
 import re
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import ClassVar, ContextManager, Sequence
+from typing import ClassVar, ContextManager, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -78,6 +78,17 @@ class Backend:
         savepoint when nested), so a failure, Ctrl-C or a dropped connection rolls back
         every table made inside."""
         return nullcontext()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction: committed at the end of the block, rolled back on any error."""
+        self.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.execute("ROLLBACK")
+            raise
+        self.execute("COMMIT")
 
     def memory_limit(self) -> tuple[int, str] | None:
         """The engine's memory limit in bytes and the setting it comes from (for messages),

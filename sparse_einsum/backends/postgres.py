@@ -43,6 +43,9 @@ class PostgresBackend(Backend):
     def scope(self):
         return self.conn.transaction()
 
+    def transaction(self):
+        return self.conn.transaction()
+
     def drop(self, rel: TableRelation) -> None:
         from psycopg import pq
         if self.conn.info.transaction_status != pq.TransactionStatus.INERROR:

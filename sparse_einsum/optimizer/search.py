@@ -357,7 +357,10 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
     tiling, and for an array input read more than once whose loads are not negligible
     (JOINT_LOAD_SHARE), the decomposition loaded for several readers (paid once, outside
-    the DP). Beyond, the DP runs with wide top-k lists and keeps consistent merges only. With more than SHARED_LIMIT shared vertices (long
+    the DP). Beyond, the DP runs with wide top-k lists and keeps consistent merges only.
+    Top-k lists can hold no consistent merge at all (many shared vertices, as in a program
+    with its backward pass), so greedy's plan, consistent by construction, is always a
+    candidate. With more than SHARED_LIMIT shared vertices (long
     programs reusing their results) the DP's merges would grow with the program: greedy's
     plan, found in linear time, is returned."""
     if len(space.shared) > SHARED_LIMIT:
@@ -365,9 +368,8 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
-    free = space.run_dp(k, {})
-    if not free:
-        return free
+    consistent = greedy(space)
+    free = _best(space.run_dp(k, {}) + [consistent], k)
     loads = []
     for t in dag.inputs:
         if t in space.stored or len(dag.consumers(t)) < 2:
@@ -382,7 +384,7 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     if combinations == 1:
         return free
     if combinations > JOINT_LIMIT:
-        return space.run_dp(max(k, 16), {})[:k]
+        return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
     found = list(free)
     for fixed in itertools.product(*outs):
         for prepaid in itertools.product(*loads):

@@ -61,11 +61,12 @@ class Dag:
     """Input tensors, vertices in topological order, outputs and every tensor's shape."""
 
     def __init__(self, inputs: dict[str, tuple[str, ...]], shapes: dict[str, tuple[int, ...]],
-                 outputs: list[str]):
+                 outputs: list[str], bounded: frozenset[str] = frozenset()):
         self.graph = nx.DiGraph()
         self.inputs = dict(inputs)
         self.shapes = dict(shapes)
         self.outputs = list(outputs)
+        self.bounded = bounded     # statements whose vertices are finite where their operands are
         self._vertices: dict[str, Vertex] = {}
         self.graph.add_nodes_from(self.inputs)
 
@@ -86,6 +87,11 @@ class Dag:
     def vertices(self) -> list[Vertex]:
         """In topological order (the order they were added, which respects every edge)."""
         return list(self._vertices.values())
+
+    def is_bounded(self, v: Vertex) -> bool:
+        """Whether `v` belongs to a bounded statement (its own vertex or one named
+        ``<statement>~<n>`` lowering a part of it)."""
+        return v.name.split("~")[0] in self.bounded
 
     def vertex(self, name: str) -> Vertex:
         return self._vertices[name]

@@ -38,7 +38,8 @@ def lower(program: Program, shapes: dict[str, tuple[int, ...]],
     """Build the DAG. `shapes` holds the shape of every input tensor; products of three
     or more tensors follow `choose_path` (default: opt_einsum's path)."""
     dag = Dag({n: d.labels for n, d in program.inputs.items()},
-              {n: shapes[n] for n in program.inputs}, program.outputs)
+              {n: shapes[n] for n in program.inputs}, program.outputs,
+              frozenset(st.out for st in program.statements if st.bounded))
     for st in program.statements:
         _Lowerer(dag, st, choose_path or dense_path).run()
     return dag

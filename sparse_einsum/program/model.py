@@ -177,6 +177,10 @@ class Statement:
     agg: str = "sum"
     line: int = 0
     text: str = ""
+    # every subexpression is finite wherever the tensors it reads are, by construction
+    # (a softmax's exp(Z - max Z) <= 1 and its sum >= 1, as losses write them): the
+    # statistics need not assume that exp, log or a division overflows
+    bounded: bool = False
 
     def __str__(self) -> str:
         body = str(self.expr)

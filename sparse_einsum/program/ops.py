@@ -77,6 +77,11 @@ OPS: dict[str, Op] = _table(
        c="1.0 / (1.0 + exp(-x))", **_UNIT),
     Op("tanh", UNARY, np.tanh, "tanh({x})", "tanh({x})", _POSTGRES_KERNEL, c="tanh(x)", **_UNIT),
     Op("abs", UNARY, np.abs, "abs({x})", "abs({x})", c="fabs(x)", **_SAME),
+    # relu's derivative: 1 where x > 0, else 0 (NaN too, as PyTorch's relu gradient)
+    Op("step", UNARY, lambda x: np.greater(x, 0).astype(np.float64), "step({x})",
+       "CAST((CASE WHEN {x} > 0 AND NOT isnan({x}) THEN 1 ELSE 0 END) AS DOUBLE PRECISION)",
+       {"postgres": "CAST((CASE WHEN {x} > 0 AND {x} <> 'NaN'::float8 THEN 1 ELSE 0 END) "
+        "AS DOUBLE PRECISION)"}, c="(x > 0.0 ? 1.0 : 0.0)", **_UNIT),
     # unary operations with a constant c (from `x * 2`, `1 - x`, aggregates' zeros)
     Op("mulc", CONSTANT, lambda x, c: x * c, "{x} * {c}", "({x} * {c})", c="x * c",
        bound=lambda a, b, c: a * c, keeps_finite=True),
@@ -194,8 +199,8 @@ def c_header() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":     # regenerate udf_kernels/se_ops.h
+if __name__ == "__main__":     # regenerate udf_kernels/common/se_ops.h
     from pathlib import Path
-    target = Path(__file__).resolve().parents[2] / "udf_kernels" / "se_ops.h"
+    target = Path(__file__).resolve().parents[2] / "udf_kernels" / "common" / "se_ops.h"
     target.write_text(c_header())
     print(f"wrote {target}")

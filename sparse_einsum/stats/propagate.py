@@ -181,13 +181,15 @@ def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
     return result
 
 
-def value_stats(v: Vertex, operands: list[TensorStats], sizes: dict[str, int]) -> dict:
-    """max_abs and finite of a vertex's output from its operands'."""
+def value_stats(v: Vertex, operands: list[TensorStats], sizes: dict[str, int],
+                bounded: bool = False) -> dict:
+    """max_abs and finite of a vertex's output from its operands' (`bounded`: the vertex
+    is part of a statement known to stay finite, `Statement.bounded`)."""
     bound = value_bound(v.op, *(s.max_abs for s in operands))
     if v.agg == "sum":
         bound *= prod(sizes[l] for l in v.agg_labels)
     return {"max_abs": bound,
-            "finite": all(s.finite for s in operands) and keeps_finite(v.op)}
+            "finite": all(s.finite for s in operands) and (bounded or keeps_finite(v.op))}
 
 
 def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, TensorStats]:
@@ -202,7 +204,7 @@ def vertex_stats(dag: Dag, v: Vertex, stats: Mapping[str, TensorStats]) -> Tenso
     """Estimated statistics of a vertex's output from its operands' (in `stats`)."""
     ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
     bounds = dag.label_sizes(v)
-    values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
+    values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds, dag.is_bounded(v))
     if not v.annihilates and not v.is_binary and not v.agg_labels:
         return dense_stats(dag.shapes[v.name], **values)
     join = relational_join(v, ops)

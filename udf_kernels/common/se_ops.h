@@ -17,6 +17,7 @@
 	X(sigmoid, 1.0 / (1.0 + exp(-x))) \
 	X(tanh, tanh(x)) \
 	X(abs, fabs(x)) \
+	X(step, (x > 0.0 ? 1.0 : 0.0)) \
 	X(mulc, x * c) \
 	X(addc, x + c) \
 	X(subc, x - c) \

@@ -1,0 +1,175 @@
+"""Training a 2-layer GCN in the database against PyTorch (CPU).
+
+The paper's setup (Table 2): two layers, hidden 256, Adam, learning rate 0.1; dropout off
+so that both sides compute the same function. Two modes:
+
+* ``--epochs N`` (Cora size): train N epochs with `sparse_einsum.train` and with PyTorch
+  from the same initial weights; report the largest difference of the loss per epoch and
+  of the training accuracy, and the time per epoch of both.
+* ``--iterations K`` (ogbn-arxiv size): time K single iterations (forward, backward, Adam)
+  of both, alternately, after a warm-up; report medians and the parts of ours (input
+  loads, SQL statements, table updates).
+
+    python -m experiments.train_gcn --graph cora --epochs 50
+    python -m experiments.train_gcn --graph ogbn-arxiv --iterations 3
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from experiments.common import add_output_arguments, code_version, command_line, output_dirs
+from experiments.datasets import make_graph, normalized_adjacency
+from sparse_einsum.training import Trainer
+
+GCN = """
+input A[i,j]
+input X[j,f]
+input W1[f,h]
+input W2[h,c]
+XW[j,h]  = X[j,f] * W1[f,h]
+AXW[i,h] = A[i,j] * XW[j,h]
+H[i,h]   = relu(AXW[i,h])
+HW[j,c]  = H[j,h] * W2[h,c]
+Z[i,c]   = A[i,j] * HW[j,c]
+"""
+LOSS = "softmax_cross_entropy(Z, y, train_mask)"
+
+
+def setup(graph_name: str, hidden: int, seed: int = 0) -> dict[str, object]:
+    graph = make_graph(graph_name, seed)
+    rng = np.random.default_rng(seed)
+    n, f = graph.features.shape
+
+    def glorot(rows: int, cols: int) -> np.ndarray:
+        bound = np.sqrt(6.0 / (rows + cols))
+        return rng.uniform(-bound, bound, (rows, cols))
+
+    return dict(A=normalized_adjacency(graph.adjacency), X=graph.features,
+                W1=glorot(f, hidden), W2=glorot(hidden, graph.num_classes), y=graph.labels,
+                train_mask=rng.random(n) < 0.5)
+
+
+class TorchGCN:
+    """The same model in PyTorch: sparse A (CSR), float64, Adam."""
+
+    def __init__(self, data: dict, lr: float):
+        import torch
+        self.torch = torch
+        torch.set_num_threads(2)
+        a = sp.csr_matrix(data["A"])
+        self.a = torch.sparse_csr_tensor(torch.tensor(a.indptr), torch.tensor(a.indices),
+                                         torch.tensor(a.data), size=a.shape)
+        x = data["X"]
+        self.x = (torch.sparse_csr_tensor(torch.tensor(x.indptr), torch.tensor(x.indices),
+                                          torch.tensor(x.data), size=x.shape)
+                  if sp.issparse(x) else torch.tensor(np.asarray(x)))
+        self.w = [torch.tensor(data[k], requires_grad=True) for k in ("W1", "W2")]
+        self.mask = torch.tensor(data["train_mask"])
+        self.y = torch.tensor(data["y"])
+        self.opt = torch.optim.Adam(self.w, lr=lr)
+
+    def iterate(self) -> tuple[float, float]:
+        torch = self.torch
+        self.opt.zero_grad()
+        h = torch.relu(self.a @ (self.x @ self.w[0]))
+        z = self.a @ (h @ self.w[1])
+        loss = torch.nn.functional.cross_entropy(z[self.mask], self.y[self.mask])
+        loss.backward()
+        self.opt.step()
+        accuracy = (z[self.mask].argmax(1) == self.y[self.mask]).double().mean()
+        return loss.item(), accuracy.item()
+
+
+def parts(trainer: Trainer) -> dict[str, float]:
+    steps = trainer.last_run.steps
+    loads = sum(s.seconds for s in steps if s.label.startswith("load "))
+    return {"loads_s": loads, "statements_s": sum(s.seconds for s in steps) - loads}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", default="cora")
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=0.1)
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--epochs", type=int, help="train and compare the loss per epoch")
+    mode.add_argument("--iterations", type=int, help="time single iterations")
+    ap.add_argument("--backend", default="duckdb", choices=("duckdb", "postgres"))
+    ap.add_argument("--dsn")
+    ap.add_argument("--memory-limit", dest="memory_limit")
+    ap.add_argument("--plan", default="optimal")
+    ap.add_argument("--udf-kernels", action="store_true",
+                    help="DuckDB: NumPy UDF kernels instead of the native extension")
+    add_output_arguments(ap)
+    args = ap.parse_args(argv)
+    tables, _ = output_dirs(args.out, args.publish)
+    start = time.perf_counter()
+    data = setup(args.graph, args.hidden)
+    print(f"# {command_line('train_gcn', argv)}; {code_version()}")
+    print(f"graph {args.graph}: {data['A'].shape[0]} nodes, {data['A'].nnz} non-zeros of A, "
+          f"{data['X'].shape[1]} features, hidden {args.hidden}; data made in "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
+    options = {k: v for k, v in (("dsn", args.dsn), ("memory_limit", args.memory_limit)) if v}
+    if args.udf_kernels:
+        options["native"] = False
+    start = time.perf_counter()
+    with Trainer(GCN, data, loss=LOSS, params=["W1", "W2"], lr=args.lr, plan=args.plan,
+                 backend=args.backend, backend_options=options,
+                 tables=f"bench_{args.graph.replace('-', '_')}") as trainer:
+        print(f"ours: setup (tables, statistics, plan) {time.perf_counter() - start:.1f} s; "
+              f"{len(trainer.session.dag.vertices)} vertices", flush=True)
+        reference = TorchGCN(data, args.lr)
+        rows = []
+        if args.epochs:
+            for epoch in range(1, args.epochs + 1):
+                t0 = time.perf_counter()
+                ours = trainer.iterate()
+                t1 = time.perf_counter()
+                loss, accuracy = reference.iterate()
+                t2 = time.perf_counter()
+                rows.append(dict(epoch=epoch, loss=ours["loss"], torch_loss=loss,
+                                 accuracy=ours["accuracy"], torch_accuracy=accuracy,
+                                 seconds=t1 - t0, torch_seconds=t2 - t1, **parts(trainer)))
+            diff = max(abs(r["loss"] - r["torch_loss"]) for r in rows)
+            acc = max(abs(r["accuracy"] - r["torch_accuracy"]) for r in rows)
+            print(f"{args.epochs} epochs: loss {rows[0]['loss']:.6f} -> {rows[-1]['loss']:.6f}; "
+                  f"largest |loss - torch loss| {diff:.3g}, |accuracy - torch accuracy| "
+                  f"{acc:.3g}; final accuracy {rows[-1]['accuracy']:.4f} (torch "
+                  f"{rows[-1]['torch_accuracy']:.4f})")
+        else:
+            trainer.iterate()          # warm-up: first-run costs (UDF registration, caches)
+            reference.iterate()
+            for k in range(1, args.iterations + 1):
+                t0 = time.perf_counter()
+                ours = trainer.iterate()
+                t1 = time.perf_counter()
+                reference.iterate()
+                t2 = time.perf_counter()
+                rows.append(dict(epoch=k, loss=ours["loss"], seconds=t1 - t0,
+                                 torch_seconds=t2 - t1, **parts(trainer)))
+                print(f"iteration {k}: ours {t1 - t0:.2f} s (loads {rows[-1]['loads_s']:.2f} s, "
+                      f"statements {rows[-1]['statements_s']:.2f} s), torch {t2 - t1:.2f} s",
+                      flush=True)
+        ours_s = statistics.median(r["seconds"] for r in rows)
+        torch_s = statistics.median(r["torch_seconds"] for r in rows)
+        print(f"median iteration: ours {ours_s:.3f} s, PyTorch {torch_s:.3f} s, ratio "
+              f"{ours_s / torch_s:.2f}")
+    path = tables / f"train_gcn_{args.graph}_{args.backend}.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

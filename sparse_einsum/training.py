@@ -1,0 +1,422 @@
+"""Gradients and training of EinSum programs in the database.
+
+`grad` runs a program extended by its backward pass (`program.autodiff`) and returns the
+gradients; `train` adds a loss (`program.losses`) and optimizer updates
+(`program.updates`) and runs one iteration after another: the parameters and the
+optimizer's state live in database tables, and each iteration is one transaction.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backends import backend_class, open_backend
+from .blocks import Blocks, compose
+from .compile_job import compile_job
+from .errors import DataError, ProgramError
+from .executor import Execution
+from .inputs import ArrayInput, bind_inputs
+from .plan import Plan
+from .program import updates
+from .program.autodiff import Gradients, differentiate
+from .program.losses import add_loss, parse_loss
+from .program.model import InputDecl, Program, Statement, TableSource
+from .program.parser import load_program
+from .program.validate import infer_bounds
+from .session import Session
+from .sql.steps import TableRelation, key_column
+
+
+def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor of `program` bound to `data` (tables: declared bounds)."""
+    bound = bind_inputs(program, data)
+    return infer_bounds(program, {n: i.shape for n, i in bound.items()
+                                  if isinstance(i, ArrayInput)})
+
+
+def backward_program(program: Program | str | Path, data: dict[str, object], loss: str,
+                     wrt: Iterable[str], constants: Iterable[str] = ()
+                     ) -> tuple[Gradients, dict[str, object]]:
+    """`program` with `loss` (a scalar tensor, or a call of a registered loss) and the
+    gradients of the loss with respect to `wrt` appended, and the data of its inputs."""
+    program = load_program(program)
+    _check_data(program, data, loss)
+    lossed = add_loss(program, loss, input_shapes(program, _program_data(program, data)), data)
+    data = {**_program_data(program, data), **lossed.data}
+    grads = differentiate(lossed.program, lossed.loss, wrt,
+                          input_shapes(lossed.program, data), [*constants, *lossed.constants])
+    return grads, {**data, **grads.helpers}
+
+
+def grad(program: Program | str | Path, data: dict[str, object] | None = None, *, loss: str,
+         wrt: Iterable[str], plan: str | Plan = "optimal", backend: object = "duckdb",
+         constants: Iterable[str] = (), **backend_options) -> dict[str, np.ndarray]:
+    """The gradient of `loss` (a scalar tensor of the program, or a loss call such as
+    ``softmax_cross_entropy(Z, labels, mask)`` naming data) with respect to each tensor in
+    `wrt` (inputs or intermediates), as NumPy arrays, computed in SQL with the forward pass;
+    no gradient flows through the tensors in `constants`."""
+    grads, inputs = backward_program(program, dict(data or {}), loss, wrt, constants)
+    with Session(grads.program, inputs, backend=backend, **backend_options) as session:
+        outputs = session.run(plan).outputs
+        shapes = session.dag.shapes
+    result = {name: np.asarray(outputs[tensor], dtype=np.float64)
+              for name, tensor in grads.grads.items()}
+    for name in grads.zero:
+        result[name] = np.zeros(shapes[name])
+    return {name: result[name] for name in dict.fromkeys(wrt)}
+
+
+def explain_gradients(program: Program | str | Path, data: dict[str, object] | None = None, *,
+                      loss: str, wrt: Iterable[str], top: int = 3, analyze: bool = False,
+                      sql: bool = False, backend: object = "duckdb", constants: Iterable[str] = (),
+                      **backend_options) -> dict:
+    """`explain` of the program with its loss and backward pass: the backward statements,
+    and in each plan the decompositions of both passes (backward ones marked)."""
+    grads, inputs = backward_program(program, dict(data or {}), loss, wrt, constants)
+    with Session(grads.program, inputs, backend=backend, **backend_options) as session:
+        result = session.explain(top=top, analyze=analyze, sql=sql)
+    backward = {st.out for st in grads.backward}
+    result["backward"] = [str(st) for st in grads.backward]
+    for plan in result["plans"]:
+        for statement in plan["statements"]:
+            if statement["name"].split("~")[0] in backward:
+                statement["pass"] = "backward"
+    return result
+
+
+def _check_data(program: Program, data: dict[str, object], loss: str) -> None:
+    """Every data name is an input of the program or an argument of the loss."""
+    call = parse_loss(loss)
+    named = set(call[1]) if call else set()
+    extra = sorted(set(data) - set(program.inputs) - named)
+    if extra:
+        raise DataError(f"data given for {extra[0]!r}, which is neither an input of the "
+                        f"program nor data the loss {loss!r} names")
+
+
+def _program_data(program: Program, data: dict[str, object]) -> dict[str, object]:
+    return {n: v for n, v in data.items() if n in program.inputs}
+
+
+@dataclass
+class TrainResult:
+    params: dict[str, np.ndarray]         # the trained parameters
+    losses: list[float]                   # the loss of each epoch (before its update)
+    metrics: dict[str, list[float]]       # e.g. the training accuracy of each epoch
+    seconds: list[float]                  # wall time of each iteration
+
+
+@dataclass
+class TrainingProgram:
+    """One training iteration as a program: forward, loss, backward, optimizer updates.
+    Parameters, optimizer state, per-step scalars and dropout masks are inputs read from
+    tables ``<tables>_<name>`` (one key column per label named as in `key_column`, ``val``);
+    the outputs are the loss, the metrics and the replacement of each of those tables."""
+    program: Program
+    params: list[str]
+    state: list[str]                      # optimizer state tensors (zero at the start)
+    scalars: list[str]                    # per-step scalars of the optimizer
+    dropout: dict[str, float]             # mask input -> drop rate
+    replaced: dict[str, str]              # table input -> the output replacing it
+    loss: str
+    metrics: list[str]
+    backward: list[Statement]             # the gradient statements
+    shapes: dict[str, tuple[int, ...]]
+    data: dict[str, object]               # the inputs not in tables
+    initial: dict[str, object]            # initial values of the parameters
+    optimizer: updates.Optimizer
+    options: dict[str, float]
+    tables: str
+
+    @property
+    def stored(self) -> list[str]:
+        """The inputs living in tables."""
+        return self.params + self.state + self.scalars + list(self.dropout)
+
+    def table(self, name: str) -> str:
+        return f"{self.tables}_{name}"
+
+
+def training_program(program: Program | str | Path, data: dict[str, object], *, loss: str,
+                     params: Iterable[str], optimizer: str = "adam", tables: str = "se_train",
+                     dropout: dict[str, float] | None = None, **options) -> TrainingProgram:
+    """The iteration program of training `params` of `program` on `data` (see `train`)."""
+    program = load_program(program)
+    params = list(dict.fromkeys(params))
+    opt = updates.optimizer(optimizer)
+    unknown = set(options) - set(opt.defaults)
+    if unknown:
+        raise ProgramError(f"unknown option {sorted(unknown)[0]!r} of optimizer {opt.name} "
+                           f"(it has {', '.join(opt.defaults)})")
+    options = {**opt.defaults, **options}
+    dropout = dict(dropout or {})
+    for name in params + list(dropout):
+        if name not in program.inputs:
+            raise ProgramError(f"{name} is not an input of the program: parameters and "
+                               "dropout masks are inputs")
+    _check_data(program, data, loss)
+    given = _program_data(program, data)
+    for name in dropout:
+        given.setdefault(name, np.zeros(_declared(program, name, "dropout mask")))
+    for name in params:
+        if name not in given:
+            given[name] = np.zeros(_declared(program, name, "parameter"))
+    shapes = input_shapes(program, given)
+    lossed = add_loss(program, loss, shapes, data)
+    shapes = infer_bounds(lossed.program, {**{n: shapes[n] for n in program.inputs},
+                                           **{n: np.shape(v) for n, v in lossed.data.items()}})
+    grads = differentiate(lossed.program, lossed.loss, params, shapes, lossed.constants)
+    if grads.zero:
+        raise ProgramError(f"the loss does not depend on {', '.join(grads.zero)}")
+    statements, replaced, scalars, state = [], {}, [], []
+    labels = {name: lossed.program.labels_of(name) for name in params}
+    for name in params:
+        up = opt.update(opt, name, labels[name], grads.grads[name], options)
+        statements += up.statements
+        replaced.update(up.new)
+        scalars = list(dict.fromkeys(scalars + up.scalars))
+        for s in up.state:
+            shapes[s], labels[s] = shapes[name], labels[name]
+            state.append(s)
+    for name in scalars:
+        shapes[name], labels[name] = (), ()
+    for name in dropout:
+        labels[name] = program.inputs[name].labels
+    clash = [n for n in list(replaced.values()) + state + scalars
+             if n in grads.program.inputs or n in shapes and n not in state + scalars]
+    if clash:
+        raise ProgramError(f"the program already has a tensor named {clash[0]}, which "
+                           f"training uses for the optimizer: rename it")
+    result = TrainingProgram(Program(), params, state, scalars, dropout, replaced,
+                             lossed.loss, lossed.metrics, grads.backward, shapes,
+                             {}, {n: given[n] for n in params if n in data}, opt, options, tables)
+    inputs = dict(grads.program.inputs)
+    for name in result.stored:
+        columns = tuple(key_column(l, a) for a, l in enumerate(labels[name]))
+        inputs[name] = InputDecl(name, labels[name], tuple(shapes[name]),
+                                 TableSource(result.table(name), columns, "val"))
+    result.program = Program(inputs, grads.program.statements + statements,
+                             [lossed.loss] + lossed.metrics + list(replaced.values()),
+                             program.source)
+    result.data = {n: v for n, v in {**given, **lossed.data, **grads.helpers}.items()
+                   if n not in result.stored}
+    return result
+
+
+def _declared(program: Program, name: str, what: str) -> tuple[int, ...]:
+    decl = program.inputs[name]
+    if None in decl.bounds:
+        raise DataError(f"no data for {what} {name}: give it or declare its bounds, e.g. "
+                        f"input {name}[{','.join(f'{l}:N' for l in decl.labels)}]")
+    return tuple(decl.bounds)
+
+
+class Trainer:
+    """Runs a `TrainingProgram` on a backend: the parameters and the optimizer state live
+    in their tables, which each iteration reads in place and replaces in one transaction;
+    ``<tables>_step`` counts the iterations done. With `resume`, training
+    continues from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
+
+    def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
+                 params: Iterable[str], optimizer: str = "adam", plan: str | Plan = "optimal",
+                 backend: object = "duckdb", tables: str = "se_train", resume: bool = False,
+                 dropout: dict[str, float] | None = None, seed: int = 0,
+                 progress: Callable[[str], None] | None = None,
+                 backend_options: dict | None = None, memory_cap: float | None = None,
+                 **options):
+        self.job = training_program(program, data, loss=loss, params=params,
+                                    optimizer=optimizer, tables=tables, dropout=dropout, **options)
+        self.rng = np.random.default_rng(seed)
+        self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
+        self.session: Session | None = None
+        self.last_run: Execution | None = None       # of the last iteration: its steps
+        try:
+            self._create_tables(resume)
+            self.session = Session(self.job.program, self.job.data, backend=self.backend,
+                                   in_place=frozenset(self.job.stored), scoped=False,
+                                   memory_cap=memory_cap, progress=progress)
+            self.plan = self.session.plan(plan)
+        except BaseException:
+            self.close()
+            raise
+
+    def table(self, name: str) -> str:
+        return self.job.table(name)
+
+    # -- tables ------------------------------------------------------------------
+    def _create_tables(self, resume: bool) -> None:
+        job = self.job
+        names = job.stored + ["step"]
+        existing = [n for n in names if self.backend.table_columns(self.table(n)) is not None]
+        with self.backend.transaction():
+            if resume and existing:
+                missing = [n for n in names if n not in existing]
+                if missing:
+                    raise DataError(f"cannot resume: there is no table {self.table(missing[0])}")
+                return
+            for name in existing:
+                self.backend.execute(f"DROP TABLE {self.backend.dialect.q(self.table(name))}")
+            for name in job.stored:
+                if name in job.params and name not in job.initial:
+                    raise DataError(f"no initial value for parameter {name} (and no table "
+                                    f"{self.table(name)} to resume from)")
+                self._write(name, job.initial.get(name, np.zeros(job.shapes[name])), create=True)
+            self._write_step(0, create=True)
+
+    def _relation(self, name: str, table: str) -> TableRelation:
+        shape = self.job.shapes[name]
+        return TableRelation(table, name, shape, (1,) * len(shape),
+                             self.job.program.inputs[name].labels)
+
+    def _write(self, name: str, value: object, create: bool = False) -> None:
+        """Replace the table of `name` by `value`, every entry (zeros too) a row."""
+        array = np.asarray(value.toarray() if sp.issparse(value) else value, dtype=np.float64)
+        staging = self._relation(name, f"{self.table(name)}_staging")
+        keys = [k.ravel() for k in np.indices(array.shape)] if array.ndim else []
+        self.backend.load(staging, Blocks(keys, array.reshape(-1)))
+        q = self.backend.dialect.q
+        target, source = q(self.table(name)), q(staging.table)
+        if create:
+            self.backend.execute(f"CREATE TABLE {target} AS SELECT * FROM {source}")
+        else:
+            self.backend.execute(f"DELETE FROM {target}")
+            self.backend.execute(f"INSERT INTO {target} SELECT * FROM {source}")
+        self.backend.drop(staging)
+
+    def _write_step(self, step: int, create: bool = False) -> None:
+        q = self.backend.dialect.q(self.table("step"))
+        if create:
+            self.backend.execute(f"CREATE TABLE {q} (step BIGINT)")
+        else:
+            self.backend.execute(f"DELETE FROM {q}")
+        self.backend.execute(f"INSERT INTO {q} VALUES ({int(step)})")
+
+    def step_count(self) -> int:
+        """Iterations done (by this or an earlier run on the same tables)."""
+        return int(self.backend.query(
+            f"SELECT step FROM {self.backend.dialect.q(self.table('step'))}")[0][0])
+
+    # -- iterations -----------------------------------------------------------------
+    def iterate(self) -> dict[str, object]:
+        """One iteration: forward, backward and updates computed from the tables (each run
+        in the engine's own scope, so that DuckDB frees each intermediate after its last
+        read), then one transaction replaces the parameters, the optimizer state and the
+        step count together: a failure anywhere leaves the previous ones. Returns the
+        loss, the metrics and the new parameters."""
+        job = self.job
+        step = self.step_count() + 1
+        with self.backend.transaction():
+            for name, value in job.optimizer.scalars(job.options, step).items():
+                self._write(name, np.asarray(value))
+            for name, rate in job.dropout.items():
+                self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
+        self.last_run = self.session.run(self.plan)
+        outputs = self.last_run.outputs
+        with self.backend.transaction():
+            for old, new in job.replaced.items():
+                self._write(old, outputs[new])
+            self._write_step(step)
+        return {"loss": float(outputs[job.loss]), **{m: float(outputs[m]) for m in job.metrics},
+                "params": {p: outputs[job.replaced[p]] for p in job.params}}
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """The parameters in their tables now."""
+        out = {}
+        for name in self.job.params:
+            rel = self._relation(name, self.table(name))
+            out[name] = compose(self.backend.fetch(rel), rel.shape, rel.tiling)
+        return out
+
+    def close(self) -> None:
+        session = getattr(self, "session", None)
+        if session is not None:
+            session.close()
+        if self._owns_backend:
+            self.backend.close()
+            self._owns_backend = False
+
+    def __enter__(self) -> "Trainer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def train(program: Program | str | Path, data: dict[str, object], *, loss: str,
+          params: Iterable[str], optimizer: str = "adam", epochs: int = 1,
+          plan: str | Plan = "optimal", backend: object = "duckdb", tables: str = "se_train",
+          resume: bool = False, dropout: dict[str, float] | None = None, seed: int = 0,
+          progress: bool | Callable[[str], None] = False, **options) -> TrainResult:
+    """Train `params` (inputs of `program`, initial values in `data`) to minimise `loss` (a
+    scalar tensor of the program, or ``softmax_cross_entropy(Z, labels, mask)`` or
+    ``mse(P, target)`` naming data) for `epochs` iterations of `optimizer` (sgd, adam;
+    options lr, beta1, beta2, eps). `dropout` maps mask inputs to drop rates: each epoch
+    draws a new mask (seeded by `seed`). Returns the parameters and the loss per epoch."""
+    report = _progress_printer() if progress is True else (progress or None)
+    losses, metrics, seconds = [], {}, []
+    optimizer_options = {k: options.pop(k) for k in list(options)
+                         if k in updates.optimizer(optimizer).defaults}
+    if isinstance(backend, str):
+        accepted = inspect.signature(backend_class(backend).__init__).parameters
+        unknown = [k for k in options if k not in accepted]
+        if unknown:
+            raise DataError(f"unknown option {unknown[0]!r}: options are those of optimizer "
+                            f"{optimizer} ({', '.join(updates.optimizer(optimizer).defaults)}) "
+                            f"or of the {backend} backend")
+    with Trainer(program, data, loss=loss, params=params, optimizer=optimizer, plan=plan,
+                 backend=backend, tables=tables, resume=resume, dropout=dropout, seed=seed,
+                 backend_options=options, **optimizer_options) as trainer:
+        for epoch in range(1, epochs + 1):
+            start = time.perf_counter()
+            result = trainer.iterate()
+            seconds.append(time.perf_counter() - start)
+            losses.append(result["loss"])
+            for m in trainer.job.metrics:
+                metrics.setdefault(m, []).append(result[m])
+            if report:
+                extra = "".join(f" {m} {result[m]:.4f}" for m in trainer.job.metrics)
+                report(f"epoch {epoch}/{epochs} loss {result['loss']:.6f}{extra} "
+                       f"({seconds[-1]:.2f} s)")
+        params_now = result["params"] if epochs else trainer.parameters()
+    return TrainResult(params_now, losses, metrics, seconds)
+
+
+def _progress_printer() -> Callable[[str], None]:
+    def report(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+    return report
+
+
+def compile_training_job(program: Program | str | Path, data: dict[str, object], *,
+                         dialect: str, loss: str, params: Iterable[str], optimizer: str = "adam",
+                         tables: str = "se_train", plan: str | Plan = "optimal",
+                         dsn: str | None = None, database: str | None = None,
+                         **options) -> str:
+    """One training iteration as an SQL job (see `compile_job`): it counts the step, sets
+    the optimizer's per-step scalars, computes the loss, gradients and updates, and replaces
+    the parameter and state tables, all in one transaction. The tables must exist: a
+    `train` run with ``epochs=0`` (on the same database) creates them."""
+    job = training_program(program, data, loss=loss, params=params, optimizer=optimizer,
+                           tables=tables, **options)
+
+    def q(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    step = q(job.table("step"))
+    before = [f"UPDATE {step} SET step = step + 1"]
+    for name, sql in job.optimizer.scalars_sql(job.options, "step").items():
+        before += [f"DELETE FROM {q(job.table(name))}",
+                   f"INSERT INTO {q(job.table(name))} SELECT {sql} AS val FROM {step}"]
+    after = []
+    for old, new in job.replaced.items():
+        after += [f"DELETE FROM {q(job.table(old))}",
+                  f"INSERT INTO {q(job.table(old))} SELECT * FROM {q(new)}", f"DROP TABLE {q(new)}"]
+    return compile_job(job.program, dialect=dialect, data=job.data, plan=plan, dsn=dsn,
+                       database=database, before=before, after=after)

@@ -1,0 +1,217 @@
+"""Training in the database (sparse_einsum.train) against PyTorch: a 2-layer GCN with
+softmax cross-entropy and Adam, SGD with MSE; one transaction per iteration, resuming
+from the tables, seeded dropout."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparse_einsum import train
+from sparse_einsum.errors import DataError, ProgramError
+from sparse_einsum.training import Trainer
+from test_compile_job import duckdb_cli  # noqa: F401  (fixture)
+
+torch = pytest.importorskip("torch")
+
+GCN = """
+input A[i,j]
+input X[j,f]
+input W1[f,h]
+input W2[h,c]
+AX[i,f] = A[i,j] * X[j,f]
+Z1[i,h] = AX[i,f] * W1[f,h]
+H[i,h]  = relu(Z1[i,h])
+Z[i,c]  = A[i,j] * H[j,h] * W2[h,c]
+"""
+GCN_DROPOUT = GCN.replace("input W2[h,c]", "input W2[h,c]\ninput D[i:40,h:6]").replace(
+    "Z[i,c]  = A[i,j] * H[j,h] * W2[h,c]", "Z[i,c]  = A[i,j] * H[j,h] * D[j,h] * W2[h,c]")
+
+
+def gcn_data(n=40, f=8, h=6, c=3, seed=0):
+    rng = np.random.default_rng(seed)
+    a = sp.random(n, n, 0.08, random_state=seed, format="csr") + sp.identity(n)
+    degree = np.asarray(a.sum(1)).ravel() ** -0.5
+    a = sp.csr_matrix(sp.diags(degree) @ a @ sp.diags(degree))
+    return dict(A=a, X=rng.normal(size=(n, f)), W1=rng.normal(size=(f, h)) * 0.4,
+                W2=rng.normal(size=(h, c)) * 0.4, y=rng.integers(0, c, n),
+                mask=rng.random(n) < 0.6)
+
+
+def torch_gcn(data, epochs, lr):
+    a, x = torch.tensor(data["A"].toarray()), torch.tensor(data["X"])
+    w1 = torch.tensor(data["W1"], requires_grad=True)
+    w2 = torch.tensor(data["W2"], requires_grad=True)
+    mask, y = torch.tensor(data["mask"]), torch.tensor(data["y"])
+    opt = torch.optim.Adam([w1, w2], lr=lr)
+    losses, accuracy = [], []
+    for _ in range(epochs):
+        opt.zero_grad()
+        z = a @ torch.relu(a @ x @ w1) @ w2
+        loss = torch.nn.functional.cross_entropy(z[mask], y[mask])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        accuracy.append((z[mask].argmax(1) == y[mask]).double().mean().item())
+    return losses, accuracy, [w1.detach().numpy(), w2.detach().numpy()]
+
+
+def drop_tables(backend, prefix):
+    for name in ["W1", "W2", "W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size",
+                 "adam_sqrt_bias2", "step", "D"]:
+        backend.execute(f'DROP TABLE IF EXISTS "{prefix}_{name}"')
+
+
+def test_gcn_adam_matches_torch(backend):
+    data = gcn_data()
+    expected, accuracy, weights = torch_gcn(data, epochs=5, lr=0.1)
+    try:
+        result = train(GCN, data, loss="softmax_cross_entropy(Z, y, mask)",
+                       params=["W1", "W2"], optimizer="adam", lr=0.1, epochs=5,
+                       backend=backend, tables="t_gcn")
+    finally:
+        drop_tables(backend, "t_gcn")
+    np.testing.assert_allclose(result.losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(result.metrics["accuracy"], accuracy, rtol=1e-12)
+    np.testing.assert_allclose(result.params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(result.params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+
+
+def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
+    """The DP's top-k lists can hold no consistent merge (a GCN iteration at Cora's size
+    with may-be-infinite gradients found no plan on native DuckDB): greedy's plan is always
+    a candidate, and it trains as PyTorch does."""
+    from sparse_einsum.optimizer.search import SearchSpace
+    monkeypatch.setattr(SearchSpace, "run_dp", lambda self, k, fixed: [])
+    data = gcn_data()
+    expected, _, weights = torch_gcn(data, epochs=2, lr=0.1)
+    try:
+        result = train(GCN, data, loss="softmax_cross_entropy(Z, y, mask)",
+                       params=["W1", "W2"], lr=0.1, epochs=2, backend=duck, tables="t_merge")
+    finally:
+        drop_tables(duck, "t_merge")
+    np.testing.assert_allclose(result.losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(result.params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+
+
+def test_sgd_mse_matches_torch():
+    rng = np.random.default_rng(3)
+    x, w, target = rng.normal(size=(12, 4)), rng.normal(size=(4, 2)), rng.normal(size=(12, 2))
+    program = "input X[i,k]\ninput W[k,o]\nXW[i,o] = X[i,k] * W[k,o]\nP[i,o] = tanh(XW[i,o])"
+    result = train(program, dict(X=x, W=w, T=target), loss="mse(P, T)", params=["W"],
+                   optimizer="sgd", lr=0.5, epochs=4)
+    tw = torch.tensor(w, requires_grad=True)
+    opt = torch.optim.SGD([tw], lr=0.5)
+    for epoch in range(4):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(torch.tanh(torch.tensor(x) @ tw), torch.tensor(target))
+        loss.backward()
+        opt.step()
+        assert result.losses[epoch] == pytest.approx(loss.item(), rel=1e-12)
+    np.testing.assert_allclose(result.params["W"], tw.detach().numpy(), rtol=1e-12)
+
+
+def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
+    data = gcn_data()
+    try:
+        with Trainer(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
+                     lr=0.1, backend=backend, tables="t_fail") as trainer:
+            first = trainer.iterate()["params"]
+            monkeypatch.setattr(Trainer, "_write_step", lambda self, step, create=False: 1 / 0)
+            with pytest.raises(ZeroDivisionError):
+                trainer.iterate()
+            assert trainer.step_count() == 1
+            now = trainer.parameters()
+            np.testing.assert_array_equal(now["W1"], first["W1"])
+            np.testing.assert_array_equal(now["W2"], first["W2"])
+    finally:
+        drop_tables(backend, "t_fail")
+
+
+def test_resume_from_a_duckdb_file(tmp_path):
+    data = gcn_data()
+    expected, _, _ = torch_gcn(data, epochs=4, lr=0.1)
+    database = str(tmp_path / "train.duckdb")
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1,
+                   epochs=2, database=database)
+    first = train(GCN, data, **options)
+    second = train(GCN, data, resume=True, **options)
+    np.testing.assert_allclose(first.losses + second.losses, expected, rtol=1e-9)
+
+
+def test_dropout_is_repeatable_with_a_seed():
+    data = gcn_data()
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1,
+                   epochs=2, dropout={"D": 0.5})
+    one = train(GCN_DROPOUT, data, seed=7, **options).losses
+    assert train(GCN_DROPOUT, data, seed=7, **options).losses == one
+    assert train(GCN_DROPOUT, data, seed=8, **options).losses != one
+
+
+@pytest.mark.parametrize("options,error,message", [
+    (dict(loss="softmax_cross_entropy(Z, y, mask, y)"), ProgramError, "takes"),
+    (dict(loss="hinge(Z, y)"), ProgramError, "unknown loss"),
+    (dict(loss="softmax_cross_entropy(Z, y, nope)", mask=None), DataError, "no data named 'nope'"),
+    (dict(params=["AX"]), ProgramError, "not an input"),
+    (dict(optimizer="lbfgs"), ProgramError, "unknown optimizer"),
+    (dict(momentum=0.9), DataError, "unknown option 'momentum'"),
+    (dict(loss="softmax_cross_entropy(Z, y, y)"), DataError, "data given for 'mask'"),
+])
+def test_bad_training_requests(options, error, message):
+    args = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], epochs=1)
+    data = gcn_data()
+    if options.pop("mask", True) is None:
+        del data["mask"]
+    with pytest.raises(error, match=message):
+        train(GCN, data, **{**args, **options})
+
+
+def write_gcn(directory):
+    import scipy.sparse as sparse
+    data = gcn_data()
+    (directory / "data").mkdir()
+    (directory / "gcn.se").write_text(GCN)
+    sparse.save_npz(directory / "data" / "A.npz", data["A"])
+    for name in ["X", "W1", "W2", "y", "mask"]:
+        np.save(directory / "data" / f"{name}.npy", data[name])
+    return data
+
+
+TRAIN_ARGS = ["--loss", "softmax_cross_entropy(Z, y, mask)", "--params", "W1,W2", "--lr", "0.1"]
+
+
+def test_cli_train_and_a_compiled_iteration_in_the_duckdb_shell(tmp_path, duckdb_cli, capsys):
+    from sparse_einsum.cli import main
+    data = write_gcn(tmp_path)
+    expected, _, weights = torch_gcn(data, epochs=2, lr=0.1)
+    program, data_dir = str(tmp_path / "gcn.se"), str(tmp_path / "data")
+    out = tmp_path / "params.npz"
+    assert main(["train", program, "--data", data_dir, *TRAIN_ARGS, "--epochs", "2", "-q",
+                 "--out", str(out)]) == 0
+    assert f"loss {expected[0]:.6g} -> {expected[1]:.6g}" in capsys.readouterr().out
+    np.testing.assert_allclose(np.load(out)["W1"], weights[0], rtol=1e-8)
+    database, job = str(tmp_path / "train.duckdb"), str(tmp_path / "iteration.sql")
+    assert main(["train", program, "--data", data_dir, *TRAIN_ARGS, "--epochs", "0", "-q",
+                 "--database", database]) == 0
+    assert main(["compile", program, "--train", "--data", data_dir, *TRAIN_ARGS,
+                 "--dialect", "duckdb", "--database", database, "-o", job]) == 0
+    for epoch in range(2):
+        run = subprocess.run([duckdb_cli, "-unsigned", database, "-f", job], capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stderr
+        shell = subprocess.run([duckdb_cli, "-unsigned", database, "-csv", "-noheader", "-c",
+                                "SELECT val FROM loss"], capture_output=True, text=True)
+        assert float(shell.stdout) == pytest.approx(expected[epoch], rel=1e-9)
+
+
+def test_cli_explain_shows_the_backward_statements(tmp_path, capsys):
+    from sparse_einsum.cli import main
+    write_gcn(tmp_path)
+    assert main(["explain", str(tmp_path / "gcn.se"), "--data", str(tmp_path / "data"),
+                 "--loss", "softmax_cross_entropy(Z, y, mask)", "--params", "W1,W2",
+                 "--top", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "backward statements" in text and "dW1_Z1[f,h] = (dZ1_H[i,h] * AX[i,f])" in text
+    assert any(line.startswith("d dW1_Z1") for line in text.splitlines())
