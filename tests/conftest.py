@@ -1,9 +1,11 @@
 """Shared fixtures: a DuckDB backend with the native extension and one falling back to
 UDF kernels, a PostgreSQL backend (when a server is available; never skipped in CI),
-and `backend`, which runs a test once on each."""
+and `backend`, which runs a test once on each; the duckdb shell of compiled jobs."""
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +73,19 @@ BACKEND_FIXTURES = {"duckdb": "duck", "duckdb-udf": "duck_udf", "postgres": "pg"
 def backend(request):
     """Each engine, DuckDB with and without its extension."""
     return request.getfixturevalue(BACKEND_FIXTURES[request.param])
+
+
+@pytest.fixture(scope="session")
+def duckdb_cli() -> str:
+    """The duckdb shell of the PyPI package duckdb-cli (or on PATH)."""
+    try:
+        import duckdb_cli
+        found = Path(duckdb_cli.__file__).parent / "duckdb"
+        path = str(found) if found.is_file() else shutil.which("duckdb")
+    except ImportError:
+        path = shutil.which("duckdb")
+    if not path:
+        if os.environ.get("CI"):
+            pytest.fail("no duckdb shell: pip install duckdb-cli (in the [dev] extra)")
+        pytest.skip("no duckdb shell: pip install duckdb-cli")
+    return path

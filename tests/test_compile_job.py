@@ -2,7 +2,6 @@
 the duckdb shell (PyPI duckdb-cli) on a database file, and psql on PostgreSQL."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -115,22 +114,6 @@ def compile_cli(tmp_path: Path, program: str, *args: str, name: str = "job.sql")
 
 
 # -- DuckDB: the duckdb shell ---------------------------------------------------------
-@pytest.fixture(scope="session")
-def duckdb_cli() -> str:
-    """The duckdb shell of the PyPI package duckdb-cli (or on PATH)."""
-    try:
-        import duckdb_cli
-        found = Path(duckdb_cli.__file__).parent / "duckdb"
-        path = str(found) if found.is_file() else shutil.which("duckdb")
-    except ImportError:
-        path = shutil.which("duckdb")
-    if not path:
-        if os.environ.get("CI"):
-            pytest.fail("no duckdb shell: pip install duckdb-cli (in the [dev] extra)")
-        pytest.skip("no duckdb shell: pip install duckdb-cli")
-    return path
-
-
 @pytest.fixture
 def duck_file(tmp_path, duckdb_cli):
     """A database file with the input tables, readable by the (older) duckdb shell."""

@@ -12,7 +12,6 @@ import scipy.sparse as sp
 from sparse_einsum import train
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
-from test_compile_job import duckdb_cli  # noqa: F401  (fixture)
 
 torch = pytest.importorskip("torch")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from sparse_einsum.program.model import Binary, Const, Program, Ref, Unary, fold
+from sparse_einsum.program.model import Const, Program, Ref, Unary, fold
 
 torch = None
 
