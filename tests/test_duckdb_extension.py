@@ -69,7 +69,7 @@ def test_random_specs(con, seed):
 @pytest.mark.parametrize("spec,a,b", PRODUCTS)
 def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
     """One tuple joined to every row: the rows go four at a time against it (with zero
-    rows, rows left over, a NULL row, and the shared operand on either side)."""
+    rows, rows left over, a NULL row: all zeros, and the shared operand on either side)."""
     rng = np.random.default_rng(3)
     rows = rng.normal(size=(11, a.size)) * (rng.random((11, a.size)) < 0.5)
     rows[2] = 0.0
@@ -79,8 +79,8 @@ def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
     con.execute("CREATE OR REPLACE TEMP TABLE t_shared AS SELECT ?::DOUBLE[] AS m", [b.tolist()])
     got = con.execute(f"SELECT i, se_kernel2('{spec}', r.v, s.m) FROM t_rows r, t_shared s "
                       "ORDER BY i").fetchall()
-    assert got[-1] == (11, None)
-    for i, out in got[:-1]:
+    rows = np.vstack([rows, np.zeros(a.size)])
+    for i, out in got:
         np.testing.assert_allclose(out, ref_kernel(spec, rows[i], b), rtol=RTOL, atol=ATOL)
 
 
@@ -92,7 +92,8 @@ def test_packed_sparse_inputs(con, spec, inputs, want):
 @pytest.mark.parametrize("spec,a,b", PRODUCTS)
 def test_packed_rows_against_a_shared_matrix(con, spec, a, b):
     """Packed rows joined to one dense tuple (finite, then holding inf): the finiteness of
-    the shared operand is checked once per run of rows, and NULL rows give NULL."""
+    the shared operand is checked once per run of rows, and a NULL row is all zeros
+    (the tuple an outer join did not find)."""
     rng = np.random.default_rng(5)
     rows = rng.normal(size=(9, a.size)) * (rng.random((9, a.size)) < 0.3)
     rows[4] = 0.0
@@ -103,9 +104,9 @@ def test_packed_rows_against_a_shared_matrix(con, spec, a, b):
         con.execute("CREATE OR REPLACE TEMP TABLE t_shared AS SELECT ?::DOUBLE[] AS m", [shared.tolist()])
         got = con.execute(f"SELECT i, se_kernel2('{mark(spec, (0,))}', r.v, s.m) "
                           "FROM t_packed r, t_shared s ORDER BY i").fetchall()
-        assert got[-1] == (9, None)
-        for i, out in got[:-1]:
-            np.testing.assert_allclose(out, ref_kernel(spec, rows[i], shared), rtol=RTOL, atol=ATOL)
+        for i, out in got:
+            row = rows[i] if i < len(rows) else np.zeros(a.size)
+            np.testing.assert_allclose(out, ref_kernel(spec, row, shared), rtol=RTOL, atol=ATOL)
 
 
 def test_densify_and_sparsify(con):
@@ -119,6 +120,21 @@ def test_densify_and_sparsify(con):
         np.testing.assert_array_equal(pack, packed(row))
         np.testing.assert_array_equal(back, row)
     assert got[3] == (3, None, None)
+
+
+def test_null_arrays_are_zeros_and_null_scalars_give_null(con):
+    """A NULL array argument is the all-zero payload of a tuple that an outer join did not
+    find (0 x inf is NaN, as NumPy); a NULL scalar or spec gives NULL."""
+    con.execute("CREATE OR REPLACE TEMP TABLE t_nulls AS SELECT CAST(NULL AS DOUBLE[]) AS v, "
+                "CAST(NULL AS DOUBLE) AS x, CAST(NULL AS VARCHAR) AS spec")
+    got = con.execute("SELECT se_kernel2('add;sum;1;3;1;1', v, [1.0, 2.0, 3.0]), "
+                      "se_kernel2('mul;sum;1;3;1;1', [1.0, 2.0, 3.0], v), "
+                      "se_value2('mul;sum;0;2;1;1', v, [1.0, 'inf'::DOUBLE]), "
+                      "se_kernel2('mul;sum;1;3;~1;0', v, 2.0), "
+                      "se_kernel2('mul;sum;1;3;1;0', [1.0, 2.0, 3.0], x), "
+                      "se_kernel1(spec, [1.0]) FROM t_nulls").fetchall()[0]
+    assert got[:2] == ([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]) and got[3] == [0.0, 0.0, 0.0]
+    assert np.isnan(got[2]) and got[4:] == (None, None)
 
 
 def test_scalar_arguments_and_results(con):

@@ -170,7 +170,7 @@ class Compiler:
         # a sum of scalar * vector products the engine adds up without forming them
         fused = (d.weighted_sum(spec, values, lists)
                  if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
-                 and not any(rel.sparse for rel in inputs) else None)
+                 and domain == "join" and not any(rel.sparse for rel in inputs) else None)
         if fused:
             columns = fused[0]
         elif not any(lists) and not spec.out_dims and not spec.dims:
@@ -270,8 +270,11 @@ class Compiler:
             conds = [f"{aliases[k]}.{q(rel.column(axis))} = dom.{col[label]}"
                      for axis, label in enumerate(v.operands[k].labels) if label in col]
             frm += f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON {' AND '.join(conds) or 'TRUE'}"
-            zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
-            values.append(f"coalesce({aliases[k]}.val, {zero})")
+            if rel.is_scalar or not d.null_arrays_are_zeros:
+                zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
+                values.append(f"coalesce({aliases[k]}.val, {zero})")
+            else:
+                values.append(f"{aliases[k]}.val")
         source = {l: f"dom.{col[l]}" for l in promoted}
         return frm, [], values, source
 

@@ -51,6 +51,7 @@ class Dialect:
     # sparse payload per group, offsets ascending ("": dense stack, then sparsify)
     packed_stack_sql: ClassVar[str] = ""
     unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
+    null_arrays_are_zeros: ClassVar[bool] = False  # kernels read a NULL array as all zeros
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
 

@@ -14,7 +14,9 @@
  * without BLAS, four rows at a time, skipping rows of it that only meet zeros); other
  * specs run the strided loop. An input marked ~ in the spec is a packed sparse payload:
  * a product-sum with one runs over its non-zeros (densified where the dense input holds
- * inf or NaN), other kernels densify it. NULL inputs give NULL.
+ * inf or NaN), other kernels densify it. A NULL array argument is all zeros (a tuple
+ * missing from an outer join: cheaper than COALESCE, which copies big lists slowly); a
+ * NULL scalar argument or spec gives NULL.
  */
 #include "se_duckdb.h"
 
@@ -314,6 +316,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 	duckdb_list_entry *entries = NULL;
 	se_gemm		g;
 	bool		ok = false;
+	double	   *zeros = NULL;	/* the payload of a NULL array argument */
 
 	if (a == NULL || b == NULL || n_in == NULL || out == NULL)
 	{
@@ -344,8 +347,21 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 
 			if (!se_arg_row(&args[k], row, &in[k], &n, &bad))
 			{
-				valid = false;
-				break;
+				if (!ki->lists[k])
+				{
+					valid = false;
+					break;
+				}
+				/* a missing array (an outer join's) is all zeros */
+				if (zeros == NULL &&
+					(zeros = (double *) calloc((size_t) (ks->need[0] > ks->need[1] ? ks->need[0] : ks->need[1]) + 1,
+											   sizeof(double))) == NULL)
+				{
+					fn_error(info, "%s: out of memory", ki->name);
+					goto done;
+				}
+				in[k] = zeros;
+				n = ks->packed[k] ? 0 : ks->need[k];
 			}
 			if (bad)
 			{
@@ -429,6 +445,7 @@ done:
 	free(b);
 	free(n_in);
 	free(out);
+	free(zeros);
 	return ok;
 }
 
@@ -724,6 +741,7 @@ se_register_kernels(duckdb_connection con)
 				continue;
 			f = new_function(ki->name, DUCKDB_TYPE_VARCHAR, ki->lists, ki->arity, DUCKDB_TYPE_INVALID,
 							 !ki->value, kernel_function, ki);
+			duckdb_scalar_function_set_special_handling(f);		/* it reads NULL arrays as zeros */
 			ok = ok && duckdb_add_scalar_function_to_set(set, f) == DuckDBSuccess;
 			duckdb_destroy_scalar_function(&f);
 		}
