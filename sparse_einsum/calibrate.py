@@ -21,7 +21,7 @@ from scipy.optimize import nnls
 
 from .backends import open_backend
 from .blocks import decompose
-from .cost import CostModel, CostParams, load_params, save_params
+from .cost import DEFAULT_PARAMS, CostModel, CostParams, load_params, save_params
 from .optimizer.context import OptimizerContext
 from .optimizer.search import SearchSpace
 from .optimizer.strategies import candidate_plans
@@ -128,12 +128,16 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
 
 
 def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None = None,
-              scale: float = 1.0, repeats: int = 3) -> dict:
+              scale: float = 1.0, repeats: int = 3, master: str | None = None) -> dict:
     """Measure, fit, store in the user's config file (or `path`); returns the constants,
-    where they were stored and, per timed plan, measured against predicted seconds."""
+    where they were stored and, per timed plan, measured against predicted seconds.
+    `master`: the Spark master or Spark Connect URL (--backend spark)."""
     rng = np.random.default_rng(0)
-    db, _ = open_backend(backend, dsn=dsn)
+    db, _ = open_backend(backend, dsn=dsn, master=master)
     features, seconds, kernel_part, names = [], [], [], []
+    fitted = FITTED + (("c_shuffle",) if DEFAULT_PARAMS.get(backend, _UNIT).c_shuffle else ())
+    unit = db.cost_params(replace(_UNIT, parallelism=DEFAULT_PARAMS.get(
+        backend, _UNIT).parallelism))
     with db:
         c_kernel = kernel_seconds_per_flop(db)
         c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
@@ -142,9 +146,9 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
                          params=load_params(db.name)) as session:
                 ctx = session.optimizer()
                 for plan in candidate_plans(ctx, top=4):
-                    features.append([_plan_cost(ctx, replace(_UNIT, **{f: 1.0}), plan)
-                                     for f in FITTED])
-                    kernel_part.append(_plan_cost(ctx, replace(_UNIT, c_kernel=c_kernel), plan))
+                    features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
+                                     for f in fitted])
+                    kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel), plan))
                     # the first run warms up
                     times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
                     seconds.append(statistics.median(times[1:]))
@@ -152,10 +156,10 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     measured = np.array(seconds)
     rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
-    fit = dict(zip(FITTED, (max(float(x), 1e-12) for x in solution)))
+    fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
-                        **fit)
-    predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(kernel_part)
+                        parallelism=unit.parallelism, **fit)
+    predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
     stored = save_params(db.name, params, Path(path) if path else None)
     return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored),
             "fit": [{"plan": n, "measured_s": s, "predicted_s": float(p)}

@@ -17,6 +17,11 @@ from .stats.tensor_stats import TensorStats, distinct_after
 
 # tuples one kernel call receives at most (DuckDB hands UDFs vectors of 2048 rows)
 KERNEL_BATCH = 2048
+# a distributed engine (c_shuffle > 0, Spark): per tuple moved, the bytes of its row header
+# and length on top of keys and value, and the size below which a join side is broadcast
+# (Spark's spark.sql.autoBroadcastJoinThreshold) instead of shuffled
+SHUFFLE_ROW_BYTES = 24.0
+BROADCAST_BYTES = 10.0 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,9 @@ class CostParams:
     c_group: float = 0.0     # per group when a repartition stacks pieces into arrays
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
+    c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
+    parallelism: float = 1.0     # tasks running at once: joins, aggregates, kernels and
+    #                              shuffles spread over them; loads and broadcasts do not
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -42,6 +50,10 @@ DEFAULT_PARAMS = {
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
+    # `calibrate --backend spark --spark local-cluster[2,1,2048]`: two executor processes
+    "spark": CostParams(c_xfer=2.0e-8, c_kernel=1.0e-10, c_fixed=2.0e-6, c_add=1.0e-8,
+                        c_group=1.0e-5, c_load_tuple=2.0e-6, c_load_byte=2.0e-8,
+                        c_shuffle=2.0e-8, parallelism=2.0),
 }
 
 
@@ -76,22 +88,43 @@ def save_params(backend: str, params: CostParams, path: Path | None = None) -> P
 
 
 @dataclass(frozen=True)
+class Exchange:
+    """Data a distributed engine moves for a statement: a side shuffled by the key the
+    statement joins or groups on, or broadcast to every executor."""
+    what: str                  # operand tensor, or "partial <agg>" of the output
+    key: tuple[str, ...]       # the partitioning key; () for a broadcast
+    bytes: float
+
+    def describe(self) -> str:
+        how = f"by {','.join(self.key)}" if self.key else "broadcast"
+        return f"{self.what} {how} ({self.bytes / 2 ** 20:.3g} MiB)"
+
+
+@dataclass(frozen=True)
 class VertexCost:
     join: float
     aggregate: float
     kernel: float
     join_tuples: float
     out_tuples: float
+    shuffle: float = 0.0
+    exchanges: tuple[Exchange, ...] = ()
 
     @property
     def total(self) -> float:
-        return self.join + self.aggregate + self.kernel
+        return self.join + self.aggregate + self.kernel + self.shuffle
 
 
 def _tuple_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
     """Bytes of one tuple: keys and value."""
     keys = sum(1 for l in labels if l in promoted)
     return 8.0 * (keys + prod(s for s, l in zip(shape, labels) if l not in promoted))
+
+
+def _shuffle_row_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
+    """Bytes of one tuple in a shuffle: header, keys, value (an array has a header too)."""
+    array = 16.0 if any(l not in promoted for l in labels) else 0.0
+    return SHUFFLE_ROW_BYTES + _tuple_bytes(labels, shape, promoted) + array
 
 
 def _payload_bytes(labels: tuple[str, ...], shape: tuple[int, ...], promoted) -> float:
@@ -174,7 +207,42 @@ class CostModel:
             out, c_agg = join, 0.0
         # writing the output relation (beyond section 7.2: measured to matter for big outputs)
         c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
-        return VertexCost(c_join, c_agg, c_kernel, join, out)
+        exchanges = self.exchanges(v, promoted, join, out) if p.c_shuffle > 0 else ()
+        spread = 1.0 / max(p.parallelism, 1.0)
+        shuffle = p.c_shuffle * sum(e.bytes * (spread if e.key else 1.0) for e in exchanges)
+        return VertexCost(c_join * spread, c_agg * spread, c_kernel * spread, join, out,
+                          shuffle, exchanges)
+
+    def exchanges(self, v: Vertex, promoted: frozenset[str], join: float, out: float
+                  ) -> tuple[Exchange, ...]:
+        """What a distributed engine moves for `v`: the promoted labels the operands share
+        are the partitioning key of the join (each side is shuffled by it; a side below
+        BROADCAST_BYTES, or either side of a join without a key, is broadcast instead);
+        an aggregation over promoted labels shuffles its partial results by the output's
+        keys unless the join key already clusters them."""
+        shapes = self.dag.shapes
+        keys = [tuple(l for l in o.labels if l in promoted) for o in v.operands]
+        sides = [t * _shuffle_row_bytes(o.labels, shapes[o.tensor], promoted)
+                 for o, t in zip(v.operands, (s.tuples(promoted) for s in self._ops[v.name]))]
+        moves: list[Exchange] = []
+        clustered: tuple[str, ...] = ()
+        if len(v.operands) == 2:
+            shared = tuple(l for l in keys[0] if l in keys[1])
+            key = shared if v.annihilates else tuple(dict.fromkeys(keys[0] + keys[1]))
+            small = int(sides[1] < sides[0])
+            if not key or sides[small] <= BROADCAST_BYTES:
+                moves.append(Exchange(v.operands[small].tensor, (), sides[small]))
+            else:
+                moves += [Exchange(o.tensor, key, b) for o, b in zip(v.operands, sides)]
+                clustered = key
+        group = tuple(l for l in v.labels if l in promoted)
+        if any(l in promoted for l in v.agg_labels) and not (clustered and
+                                                           set(clustered) <= set(group)):
+            partial = min(join, out * max(self.p.parallelism, 1.0))
+            moves.append(Exchange(f"partial {v.agg}s of {v.name}", group or ("()",),
+                                  partial * _shuffle_row_bytes(v.labels, shapes[v.name],
+                                                               promoted)))
+        return tuple(moves)
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      promoted, sizes: dict[str, int]) -> float:
@@ -222,4 +290,8 @@ class CostModel:
         cost = moved * (size * self.p.c_xfer + self.p.c_fixed)
         if union != tuple(need) and len(need) < len(shape):     # stacked into arrays
             cost += stats.tuples(need) * self.p.c_group
-        return cost
+        if union != tuple(need):      # the pieces are shuffled by the target's keys
+            labels = tuple(f"l{a}" for a in range(len(shape)))
+            cost += self.p.c_shuffle * middle * _shuffle_row_bytes(
+                labels, shape, {labels[a] for a in union})
+        return cost / max(self.p.parallelism, 1.0)

@@ -114,8 +114,11 @@ class Session:
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
+            params = self.params or load_params(self.dialect.engine)
+            if self.params is None and self.backend is not None:
+                params = self.backend.cost_params(params)     # e.g. the cluster's parallelism
             self._context = OptimizerContext.build(
-                self.dag, self.stats(), self.params or load_params(self.dialect.engine),
+                self.dag, self.stats(), params,
                 memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
                 stored={name: rel.axes for name, rel in self.table_inputs().items()},
                 label_names=self.label_names)

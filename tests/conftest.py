@@ -1,5 +1,7 @@
 """Shared fixtures: a DuckDB backend, a PostgreSQL backend (when a server is available;
-never skipped in CI), and `backend`, which runs a test once on each."""
+never skipped in CI), `backend`, which runs a test once on each, and `spark`: Spark in
+local[2] and in local-cluster[2,1,2048] (two executor processes), one session at a time
+(never skipped in CI)."""
 from __future__ import annotations
 
 import os
@@ -50,3 +52,22 @@ def pg(pg_dsn):
 @pytest.fixture(params=["duckdb", "postgres"])
 def backend(request):
     return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
+
+
+SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")
+
+
+@pytest.fixture(scope="session", params=SPARK_MASTERS)
+def spark(request):
+    """A Spark backend per master (session-scoped: Spark takes 20-40 s to start); skips
+    without pyspark or Java (fails when $CI is set)."""
+    from sparse_einsum.errors import BackendError
+    try:
+        from sparse_einsum.backends.spark import SparkBackend
+        backend = SparkBackend(request.param, config={"spark.sql.shuffle.partitions": "4"})
+    except (ImportError, BackendError) as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark did not start: {e}")
+        pytest.skip(f"Spark did not start: {e}")
+    with backend:
+        yield backend

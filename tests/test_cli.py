@@ -303,7 +303,8 @@ def test_calibrate_measures_and_stores_constants(tmp_path, monkeypatch, capsys):
     assert "c_load_byte" in printed.out and str(out) in printed.err
     stored = json.loads(out.read_text())["duckdb"]
     assert set(stored) == set(CostParams.__dataclass_fields__)
-    assert all(value > 0 for value in stored.values())
+    assert stored["c_shuffle"] == 0.0            # DuckDB moves no data between machines
+    assert all(value > 0 for key, value in stored.items() if key != "c_shuffle")
     monkeypatch.setenv("SPARSE_EINSUM_CONFIG", str(out))
     assert load_params("duckdb") == CostParams(**stored)
     assert main(["calibrate", "--scale", "0"]) == 2

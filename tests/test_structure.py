@@ -15,6 +15,7 @@ from sparse_einsum.optimizer.strategies import STRATEGIES
 from sparse_einsum.program.ops import c_header
 from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect
 from sparse_einsum.sql.postgres import PostgresDialect
+from sparse_einsum.sql.spark import SparkDialect
 
 from test_programs import PROGRAMS
 
@@ -76,7 +77,8 @@ def test_c_kernels_read_the_generated_operation_list():
         "udf_kernels/common/se_ops.h is stale: run python -m sparse_einsum.program.ops"
 
 
-@pytest.mark.parametrize("dialect", [DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect()],
+@pytest.mark.parametrize("dialect", [DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect(),
+                                     SparkDialect()],
                          ids=lambda d: d.name)
 def test_every_generated_statement_parses_in_its_dialect(dialect):
     statements = 0

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import ClassVar, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from ..blocks import Blocks
+from ..cost import CostParams
 from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
-from ..sql.steps import Step, TableRelation
+from ..sql.steps import KernelUse, Step, TableRelation
 from ..stats.tensor_stats import TensorStats
 
 # information_schema type names of integer columns (DuckDB and PostgreSQL)
@@ -60,9 +62,23 @@ class Backend:
     def release_source(self, scratch: str) -> None:
         """Remove what `source_from` made."""
 
+    def cost_params(self, params: CostParams) -> CostParams:
+        """The cost constants with what this connection knows of the engine (a cluster's
+        parallelism, say)."""
+        return params
+
     # -- shared ---------------------------------------------------------------------
     def run(self, step: Step) -> None:
         self.execute(step.sql)
+
+    def kernel_constants(self, use: KernelUse) -> dict[int, np.ndarray]:
+        """The operand a kernel binds once (a relation of one tuple), as a flat array."""
+        if use.constant is None:
+            return {}
+        position, rel = use.constant
+        fetched = self.fetch(rel)
+        return {position: np.zeros(rel.sub_size) if len(fetched) == 0 else
+                np.asarray(fetched.values, dtype=np.float64).reshape(-1)}
 
     def row_count(self, rel: TableRelation) -> int:
         return int(self.query(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")[0][0])

@@ -11,9 +11,8 @@ from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..inputs import SourceInput
-from ..kernels.numpy_kernels import position_offsets, run_kernel
-from ..kernels.spec import GatherSpec, KernelSpec
-from ..program.ops import AGGREGATES
+from ..kernels.arrow_kernels import (aggregate_function, kernel_function, list_array, rows,
+                                     scalars, split_function, stack_function)
 from ..sql.duckdb import DuckDBDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend
@@ -27,32 +26,6 @@ def _literal(text: str) -> str:
 
 def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
-
-
-def _rows(array) -> np.ndarray:
-    """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    n = len(array)
-    flat = array.flatten().to_numpy(zero_copy_only=False)
-    return flat.reshape(n, -1) if n else flat.reshape(0, 0)
-
-
-def _scalars(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
-
-
-def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
-    """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
-    rows, width = values.shape
-    offsets = pa.array(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
-                       if width else np.zeros(rows + 1, dtype=np.int32))
-    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
-    if mask is None:
-        return pa.ListArray.from_arrays(offsets, flat)
-    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
 
 
 class DuckDBBackend(Backend):
@@ -88,8 +61,8 @@ class DuckDBBackend(Backend):
         if rel.is_scalar:
             columns["val"] = pa.array(np.asarray(blocks.values, dtype=np.float64))
         else:
-            columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
-                                         .reshape(len(blocks), rel.sub_size))
+            columns["val"] = list_array(np.asarray(blocks.values, dtype=np.float64)
+                                        .reshape(len(blocks), rel.sub_size))
         view = f"{rel.table}_arrow"
         self.con.register(view, pa.table(columns))
         try:
@@ -100,10 +73,10 @@ class DuckDBBackend(Backend):
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
         table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
-        keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
+        keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
         val = table.column("val")
-        values = _scalars(val).astype(np.float64) if rel.is_scalar else \
-            _rows(val).reshape(table.num_rows, rel.sub_size)
+        values = scalars(val).astype(np.float64) if rel.is_scalar else \
+            rows(val).reshape(table.num_rows, rel.sub_size)
         return Blocks(keys, values)
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
@@ -145,84 +118,18 @@ class DuckDBBackend(Backend):
         if use.kind == "kernel":
             return self._kernel_udf(use)
         if use.kind == "aggregate":
-            return _aggregate_udf(use.agg, use.expected_count), [
+            return aggregate_function(use.agg, use.expected_count), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
         if use.kind == "split":
-            return _split_udf(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
+            return split_function(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
         if use.kind == "stack":
             item = duckdb.struct_type({"p": sqltypes.BIGINT, "v": _type(use.args_are_lists[0])})
-            return _stack_udf(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
+            return stack_function(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
         raise ValueError(use.kind)
 
     def _kernel_udf(self, use: KernelUse):
-        spec: KernelSpec = use.spec
-        constants: dict[int, np.ndarray] = {}
-        if use.constant is not None:
-            position, rel = use.constant
-            fetched = self.fetch(rel)
-            constants[position] = np.zeros(rel.sub_size) if len(fetched) == 0 else \
-                np.asarray(fetched.values, dtype=np.float64).reshape(-1)
-
-        def apply(*arrays):
-            batch = iter((_rows(a) if is_list else _scalars(a)) for a, is_list in
-                         zip(arrays, use.args_are_lists))
-            inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
-            out = run_kernel(spec, *inputs, constants=constants)
-            return _list_array(out) if use.returns_list else pa.array(out)
-
+        apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
+                                self.kernel_constants(use))
         params = [_type(is_list) for is_list in use.args_are_lists]
         udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
         return udf, params, _type(use.returns_list)
-
-
-def _aggregate_udf(agg: str, expected: int):
-    """Element-wise AGG over each group's list of vectors (and 0 where tuples are missing)."""
-    pairwise = AGGREGATES[agg].pairwise
-
-    def udf(groups, counts):
-        if isinstance(groups, pa.ChunkedArray):
-            groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
-        rows = _rows(groups.flatten())
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        out = pairwise.reduceat(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
-        if agg != "sum":
-            short = _scalars(counts) < expected
-            out[short] = pairwise(out[short], 0.0)
-        return _list_array(out)
-    return udf
-
-
-def _split_udf(spec: GatherSpec):
-    """Every piece of each value along the new axes, NULL where a piece is all zero."""
-    base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
-    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
-    index = (base[:, None] + offsets[None, :]).reshape(-1)
-
-    def udf(values):
-        rows = _rows(values)
-        pieces = rows[:, index].reshape(len(rows) * spec.positions, spec.sub_size) if len(rows) \
-            else np.zeros((0, spec.sub_size))
-        inner = _list_array(pieces, mask=~np.any(pieces != 0, axis=1))
-        outer = np.arange(0, len(rows) * spec.positions + 1, spec.positions, dtype=np.int32)
-        return pa.ListArray.from_arrays(pa.array(outer), inner)
-    return udf
-
-
-def _stack_udf(spec: GatherSpec, values_are_lists: bool):
-    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
-
-    def udf(groups):
-        if isinstance(groups, pa.ChunkedArray):
-            groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
-        items = groups.flatten()
-        positions = _scalars(items.field("p")).astype(np.int64)
-        values = items.field("v")
-        values = _rows(values) if values_are_lists else _scalars(values).reshape(-1, 1)
-        group = np.repeat(np.arange(len(lengths)), lengths)
-        out = np.zeros((len(lengths), spec.size))
-        base = position_offsets(positions, spec.new_dims, spec.new_strides)
-        out[group[:, None], base[:, None] + offsets[None, :]] = values
-        return _list_array(out)
-    return udf

@@ -23,6 +23,7 @@ class Dialect:
     table_kind: ClassVar[str] = "TABLE"           # how intermediates are created
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
+    double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
     zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"
     zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
     broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
@@ -32,7 +33,7 @@ class Dialect:
         return '"' + ident.replace('"', '""') + '"'
 
     def num(self, c: float) -> str:
-        return f"CAST('{float(c)!r}' AS DOUBLE PRECISION)"
+        return f"CAST('{float(c)!r}' AS {self.double_sql})"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         kind = "TEMP TABLE" if temporary else self.table_kind

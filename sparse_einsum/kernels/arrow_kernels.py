@@ -1,0 +1,108 @@
+"""Kernel functions over Arrow arrays: whole batches of tuples in, one Arrow array out.
+
+They are the bodies of the arrow UDFs that DuckDB and Spark call (the same functions on
+both engines); the arithmetic is `numpy_kernels`. Every array value of a batch has the
+same length (a relation's sub-tensor size).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ..program.ops import AGGREGATES
+from .numpy_kernels import position_offsets, run_kernel
+from .spec import GatherSpec, KernelSpec
+
+
+def rows(array) -> np.ndarray:
+    """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n = len(array)
+    flat = array.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(n, -1) if n else flat.reshape(0, 0)
+
+
+def scalars(array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array.to_numpy(zero_copy_only=False)
+
+
+def list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+    """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
+    n, width = values.shape
+    offsets = pa.array(np.arange(0, n * width + 1, max(width, 1), dtype=np.int32)[: n + 1]
+                       if width else np.zeros(n + 1, dtype=np.int32))
+    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    if mask is None:
+        return pa.ListArray.from_arrays(offsets, flat)
+    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
+
+
+def kernel_function(spec: KernelSpec, args_are_lists: tuple[bool, ...], returns_list: bool,
+                    constants: dict[int, np.ndarray]) -> Callable[..., pa.Array]:
+    """The kernel over a batch; inputs in `constants` are bound (not passed per tuple)."""
+    def apply(*arrays):
+        batch = iter((rows(a) if is_list else scalars(a))
+                     for a, is_list in zip(arrays, args_are_lists))
+        inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
+        out = run_kernel(spec, *inputs, constants=constants)
+        return list_array(out) if returns_list else pa.array(out)
+    return apply
+
+
+def aggregate_function(agg: str, expected: int) -> Callable[[pa.Array, pa.Array], pa.Array]:
+    """Element-wise AGG over each group's list of vectors (and 0 where tuples are missing)."""
+    pairwise = AGGREGATES[agg].pairwise
+
+    def apply(groups, counts):
+        if isinstance(groups, pa.ChunkedArray):
+            groups = groups.combine_chunks()
+        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        values = rows(groups.flatten())
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        out = pairwise.reduceat(values, starts, axis=0) if len(values) else np.zeros((0, 0))
+        if agg != "sum":
+            short = scalars(counts) < expected
+            out[short] = pairwise(out[short], 0.0)
+        return list_array(out)
+    return apply
+
+
+def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
+    """Every piece of each value along the new axes, NULL where a piece is all zero."""
+    base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
+    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
+    index = (base[:, None] + offsets[None, :]).reshape(-1)
+
+    def apply(values):
+        values = rows(values)
+        pieces = values[:, index].reshape(len(values) * spec.positions, spec.sub_size) \
+            if len(values) else np.zeros((0, spec.sub_size))
+        inner = list_array(pieces, mask=~np.any(pieces != 0, axis=1))
+        outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
+        return pa.ListArray.from_arrays(pa.array(outer), inner)
+    return apply
+
+
+def stack_function(spec: GatherSpec, values_are_lists: bool) -> Callable[[pa.Array], pa.Array]:
+    """Scatter each group's list of {p, v} (position, sub-tensor) into a zero tensor."""
+    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
+
+    def apply(groups):
+        if isinstance(groups, pa.ChunkedArray):
+            groups = groups.combine_chunks()
+        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        items = groups.flatten()
+        positions = scalars(items.field("p")).astype(np.int64)
+        values = items.field("v")
+        values = rows(values) if values_are_lists else scalars(values).reshape(-1, 1)
+        group = np.repeat(np.arange(len(lengths)), lengths)
+        out = np.zeros((len(lengths), spec.size))
+        base = position_offsets(positions, spec.new_dims, spec.new_strides)
+        out[group[:, None], base[:, None] + offsets[None, :]] = values
+        return list_array(out)
+    return apply
