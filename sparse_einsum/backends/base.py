@@ -16,6 +16,7 @@ from ..blocks import Blocks
 from ..cost import CostParams
 from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
+from ..kernels.arrow_kernels import list_array, rows, scalars
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
 from ..sql.steps import KernelUse, Step, TableRelation
@@ -161,3 +162,21 @@ def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise DataError(f"input {source.name}: the columns of {source.describe()} do not convert "
                         f"to integer keys and a double value: {exc}") from None
+
+
+def arrow_relation(rel: TableRelation, blocks: Blocks) -> pa.Table:
+    """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE or DOUBLE[])."""
+    columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
+    values = np.asarray(blocks.values, dtype=np.float64)
+    columns["val"] = pa.array(values) if rel.is_scalar else \
+        list_array(values.reshape(len(blocks), rel.sub_size))
+    return pa.table(columns)
+
+
+def relation_blocks(rel: TableRelation, table: pa.Table) -> Blocks:
+    """The blocks of a relation fetched as an Arrow table (its key columns and ``val``)."""
+    keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
+    val = table.column("val")
+    values = scalars(val).astype(np.float64) if rel.is_scalar else \
+        rows(val).reshape(table.num_rows, rel.sub_size)
+    return Blocks(keys, values)

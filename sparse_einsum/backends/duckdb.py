@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..inputs import SourceInput
-from ..kernels.arrow_kernels import (aggregate_function, kernel_function, list_array, rows,
-                                     scalars, split_function, stack_function)
+from ..kernels.arrow_kernels import (aggregate_function, kernel_function, split_function,
+                                     stack_function)
 from ..sql.duckdb import DuckDBDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
-from .base import Backend
+from .base import Backend, arrow_relation, relation_blocks
 
 _LIST = sqltypes.DuckDBPyType(list[float])
 
@@ -57,14 +55,8 @@ class DuckDBBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
-        if rel.is_scalar:
-            columns["val"] = pa.array(np.asarray(blocks.values, dtype=np.float64))
-        else:
-            columns["val"] = list_array(np.asarray(blocks.values, dtype=np.float64)
-                                        .reshape(len(blocks), rel.sub_size))
         view = f"{rel.table}_arrow"
-        self.con.register(view, pa.table(columns))
+        self.con.register(view, arrow_relation(rel, blocks))
         try:
             self.con.execute(f'CREATE TABLE "{rel.table}" AS SELECT * FROM "{view}"')
         finally:
@@ -72,12 +64,8 @@ class DuckDBBackend(Backend):
 
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
-        table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
-        keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
-        val = table.column("val")
-        values = scalars(val).astype(np.float64) if rel.is_scalar else \
-            rows(val).reshape(table.num_rows, rel.sub_size)
-        return Blocks(keys, values)
+        return relation_blocks(rel, self.con.sql(
+            f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table())
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()

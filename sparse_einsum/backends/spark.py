@@ -22,13 +22,13 @@ from ..cost import CostParams
 from ..errors import BackendError, DataError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
-from ..kernels.arrow_kernels import (aggregate_function, kernel_function, list_array, rows,
-                                     scalars, split_function, stack_function)
+from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
+                                     split_function, stack_function)
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
 from ..sql.steps import KernelUse, Step, TableRelation
-from .base import Backend, arrow_columns
+from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 
 DEFAULT_MASTER = "local[*]"
 # settings of a session this backend starts (a session given to it is left as it is)
@@ -109,11 +109,7 @@ class SparkBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
-        values = np.asarray(blocks.values, dtype=np.float64)
-        columns["val"] = pa.array(values) if rel.is_scalar else \
-            list_array(values.reshape(len(blocks), rel.sub_size))
-        self._view(f"{rel.table}_arrow", pa.table(columns))
+        self._view(f"{rel.table}_arrow", arrow_relation(rel, blocks))
         self.execute(self.dialect.create(rel.table, f"SELECT * FROM "
                                                     f"{self.dialect.q(rel.table + '_arrow')}"))
 
@@ -122,12 +118,8 @@ class SparkBackend(Backend):
 
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
-        table = self.spark.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").toArrow()
-        keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
-        val = table.column("val")
-        values = scalars(val).astype(np.float64) if rel.is_scalar else \
-            rows(val).reshape(table.num_rows, rel.sub_size)
-        return Blocks(keys, values)
+        return relation_blocks(rel, self.spark.sql(
+            f"SELECT {cols} FROM {self.dialect.q(rel.table)}").toArrow())
 
     def drop(self, rel: TableRelation) -> None:
         for name in (rel.table, f"{rel.table}_arrow"):    # dropping a view uncaches it
