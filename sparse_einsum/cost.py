@@ -50,7 +50,8 @@ DEFAULT_PARAMS = {
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
-    # `calibrate --backend spark --spark local-cluster[2,1,2048]`: two executor processes
+    # first estimates from timings of local[2] on this machine, NOT yet fitted: run
+    # `calibrate --backend spark --spark local-cluster[2,1,2048]` and replace them
     "spark": CostParams(c_xfer=2.0e-8, c_kernel=1.0e-10, c_fixed=2.0e-6, c_add=1.0e-8,
                         c_group=1.0e-5, c_load_tuple=2.0e-6, c_load_byte=2.0e-8,
                         c_shuffle=2.0e-8, parallelism=2.0),
