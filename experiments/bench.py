@@ -496,13 +496,13 @@ def torch_version() -> str | None:
 
 # --------------------------------------------------------------------- the harness
 def _plan_key(plan) -> tuple:
-    return tuple(sorted((k, tuple(sorted(v))) for k, v in plan.promoted.items()))
+    return tuple(sorted(plan.choices.items()))
 
 
 def _too_big(ctx: OptimizerContext, plan: Plan) -> str:
     """Why `plan` does not fit the memory cap."""
     vertex = next((v.name for v in ctx.dag.vertices
-                   if not ctx.model.fits(v, plan.promoted[v.name])), "a vertex")
+                   if not ctx.model.fits(v, plan.choices[v.name])), "a vertex")
     return f"a tuple of {vertex} exceeds the memory cap of {ctx.model.cap / 2 ** 20:.0f} MiB"
 
 
@@ -529,8 +529,7 @@ def optimizer_candidates(w: Workload, db, log) -> tuple[list, list[Result], dict
             if set(labels) != {v.name for v in ctx.dag.vertices}:
                 log(f"  ({name} skipped: the program's vertices are not {sorted(labels)})")
                 continue
-            hand[name] = ctx.price(Plan({v.name: frozenset(labels[v.name])
-                                         for v in ctx.dag.vertices}, name=name))
+            hand[name] = ctx.price(Plan.promoting(ctx.dag, labels, name))
         too_big = {p.name: _too_big(ctx, p) for p in [*found, *hand.values()] if not p.fits}
         dag = session.dag
     timing = {"session": t1 - t0, "statistics": t2 - t1, "build": t3 - t2,
@@ -607,7 +606,7 @@ def run_sql(w: Workload, expected: Plan, row: Result, db, repeats: int, timeout:
                 except Timeout as exc:
                     row.status, row.note = "timeout", f"> {timeout:.0f} s ({exc})"
                     break
-                if plan.promoted != expected.promoted:
+                if plan.choices != expected.choices:
                     row.note = f"Session.plan({row.spec!r}) chose another plan than candidate_plans"
                 row.times.append(run.seconds(loads=False))
                 row.loads.append(run.seconds() - run.seconds(loads=False))

@@ -1,8 +1,9 @@
 """The Python entry points: evaluate a NumPy einsum string, or run a program, in SQL."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +12,7 @@ from .errors import DataError
 from .inputs import is_frame
 from .plan import Plan
 from .program.model import Program
-from .program.subscripts import parse_subscripts
+from .program.subscripts import Subscripts, parse_subscripts, sublist_subscripts
 from .session import Session
 
 DEFAULT_PLAN = "optimal"
@@ -26,29 +27,87 @@ def run(program: Program | str | Path, data: dict[str, object] | None = None, *,
         return session.run(plan, progress=progress).outputs
 
 
-def einsum(subscripts: str, *operands, plan: str | Plan = DEFAULT_PLAN,
-           backend: object = "duckdb", **backend_options) -> np.ndarray:
-    """Evaluate a NumPy einsum string in SQL; operands are arrays, scipy.sparse or scalars."""
-    with einsum_session(subscripts, *operands, backend=backend, **backend_options) as session:
-        return session.run(plan).outputs["OUT"]
+def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
+           out: np.ndarray | None = None, dtype: object = None, order: str = "K",
+           casting: str = "safe", optimize: object = False, **backend_options):
+    """NumPy's einsum, computed in SQL: ``einsum("ij,jk->ik", A, B)`` or the sublist form
+    ``einsum(A, [0, 1], B, [1, 2], [0, 2])``. Operands are arrays, scipy.sparse matrices,
+    scalars or data frames in COO form; ellipsis and size-1 broadcasting follow NumPy.
+    `out`, `dtype`, `order` and `casting` have NumPy's meaning; `optimize` is accepted
+    and ignored (the plan decides the contraction order)."""
+    call = _parse_einsum(operands, dtype, casting)
+    with _einsum_session(call, backend, backend_options) as session:
+        result = session.run(plan).outputs["OUT"]
+    if out is not None:
+        if not isinstance(out, np.ndarray) or out.shape != result.shape:
+            raise DataError(f"einsum: out must be an array of shape {result.shape}")
+        try:
+            np.copyto(out, result, casting=casting)
+        except TypeError as exc:
+            raise DataError(f"einsum: {exc}") from None
+        return out
+    result = np.asarray(result, order="C" if order.upper() == "K" else order)
+    return result[()] if result.ndim == 0 else result
 
 
-def einsum_session(subscripts: str, *operands, backend: object = "duckdb",
-                   **backend_options) -> Session:
-    """The Session of a NumPy einsum call: inputs T0, T1, ... and the output OUT."""
-    parsed = parse_subscripts(subscripts, len(operands))
-    data = {}
-    for k, (term, x) in enumerate(zip(parsed.terms, operands)):
-        if is_frame(x):                  # COO rows: one key column per label (checked on binding)
-            data[f"T{k}"] = x
-            continue
-        value = x if sp.issparse(x) else np.asarray(x, dtype=np.float64)
-        if value.ndim != len(term):
-            raise DataError(f"einsum {subscripts!r}: operand {k} has {value.ndim} dimensions "
-                            f"but its term {term!r} has {len(term)} labels")
-        data[f"T{k}"] = value
-    return Session(parsed.program(), data, backend=backend, label_names=parsed.label_names(),
-                   **backend_options)
+def einsum_session(*operands, backend: object = "duckdb", **backend_options) -> Session:
+    """The Session of an einsum call (inputs T0, T1, ..., output OUT), to look at its plans."""
+    return _einsum_session(_parse_einsum(operands, None, "safe"), backend, backend_options)
+
+
+class _EinsumCall(NamedTuple):
+    subscripts: Subscripts
+    data: dict[str, object]
+    dtype: np.dtype
+
+
+def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
+    """Subscripts (string or sublists), operands as arrays, and NumPy's result dtype."""
+    if not args:
+        raise DataError("einsum: expected subscripts and operands")
+    if isinstance(args[0], str):
+        text, operands = args[0], list(args[1:])
+    elif isinstance(args[0], (bytes, os.PathLike)) or args[0] is None:
+        raise DataError(f"einsum: subscripts must be a string such as 'ij,jk->ik', not "
+                        f"{type(args[0]).__name__}")
+    else:
+        text, operands = sublist_subscripts(args)
+    values = [_operand(x, k) for k, x in enumerate(operands)]
+    parsed = parse_subscripts(text, [None if is_frame(v) else v.shape for v in values])
+    probes = [np.zeros((1,) * len(term), np.float64) if is_frame(v) else np.zeros((1,) * v.ndim, v.dtype)
+              for term, v in zip(parsed.terms, values)]
+    try:
+        result_dtype = np.einsum(text, *probes, dtype=dtype, casting=casting).dtype
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"einsum {text!r}: {exc}") from None
+    data = {f"T{k}": _squeeze(v, axes) for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}
+    return _EinsumCall(parsed, data, result_dtype)
+
+
+def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Session:
+    return Session(call.subscripts.program(), call.data, backend=backend,
+                   label_names=call.subscripts.label_names(),
+                   output_dtypes={"OUT": call.dtype}, **options)
+
+
+def _operand(x: object, k: int) -> object:
+    if sp.issparse(x) or is_frame(x):
+        return x
+    if isinstance(x, (str, bytes)):
+        raise DataError(f"einsum: operand {k} is a {type(x).__name__}, not an array")
+    array = np.asarray(x)
+    if array.dtype == object:
+        raise DataError(f"einsum: operand {k} is not numeric (dtype object)")
+    return array
+
+
+def _squeeze(value: object, axes: tuple[int, ...]) -> object:
+    """The operand indexed at 0 along size-1 axes that broadcast."""
+    if not axes:
+        return value
+    if sp.issparse(value):
+        return np.asarray(value.toarray()).squeeze(axis=axes)
+    return np.asarray(value).squeeze(axis=axes)
 
 
 def explain(program: Program | str | Path, data: dict[str, object] | None = None, *,

@@ -1,9 +1,11 @@
-"""A tensor in memory decomposed by a set of promoted axes into blocks, and back.
+"""A tensor in memory split by a tiling into keyed blocks, and back.
 
-`Blocks` hold one integer key array per promoted axis (ascending axis order) and the
-dense sub-tensor over the demoted axes of each key, flattened row-major (a scalar
-when nothing is demoted). All-zero sub-tensors are not kept. This is how arrays go
-into and come out of the engines.
+`Blocks` hold one integer key array per keyed axis (ascending axis order) and the
+payload of each key: the sub-tensor over the payload axes, flattened row-major (a
+scalar when there is no payload axis), with the padding of edge tiles zero; or, for
+sparse payloads, its non-zeros packed as ``[offsets..., values...]`` (the flat offsets
+within the payload, then the values, as doubles). All-zero payloads are not kept.
+This is how arrays go into and come out of the engines.
 """
 from __future__ import annotations
 
@@ -13,63 +15,154 @@ from math import prod
 import numpy as np
 import scipy.sparse as sp
 
+from .tiling import Tiling, key_range, keyed_axes, payload_size
+
 
 @dataclass
 class Blocks:
-    keys: list[np.ndarray]      # one int64 array per promoted axis
-    values: np.ndarray          # (tuples, sub_size), or (tuples,) when nothing is demoted
+    keys: list[np.ndarray]      # one int64 array per keyed axis
+    values: np.ndarray          # dense: (tuples, payload size), or (tuples,) without a
+                                # payload; sparse: the packed payloads, one after another
+    bounds: np.ndarray | None = None   # sparse: tuple t is values[bounds[t]:bounds[t + 1]]
 
     def __len__(self) -> int:
-        return int(self.values.shape[0])
+        return int(self.values.shape[0]) if self.bounds is None else len(self.bounds) - 1
+
+    def dense(self, size: int) -> np.ndarray:
+        """The payloads as a (tuples, size) array."""
+        if self.bounds is None:
+            return self.values.reshape(len(self), size)
+        return unpack(self.values, self.bounds, size)
 
 
-def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray,
-              promoted: tuple[int, ...]) -> Blocks:
-    """Split `tensor` by the promoted axes (ascending) into blocks."""
-    promoted = tuple(sorted(promoted))
+def pack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense payloads (tuples, size) as packed sparse payloads: (values, bounds)."""
+    rows, cols = np.nonzero(values)
+    counts = np.bincount(rows, minlength=len(values))
+    return _pack(rows, cols, values[rows, cols], counts)
+
+
+def _pack(tuples: np.ndarray, offsets: np.ndarray, values: np.ndarray, counts: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Packed payloads of non-zeros grouped by tuple (ascending), `counts` per tuple."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    packed = np.empty(2 * len(values), dtype=np.float64)
+    position = np.arange(len(values)) + starts[tuples]
+    packed[position] = offsets
+    packed[position + counts[tuples]] = values
+    return packed, np.concatenate([[0], 2 * np.cumsum(counts)]).astype(np.int64)
+
+
+def unpack(packed: np.ndarray, bounds: np.ndarray, size: int) -> np.ndarray:
+    """Packed sparse payloads as dense ones (tuples, size)."""
+    tuples, offsets, values = entries(packed, bounds)
+    dense = np.zeros((len(bounds) - 1, size))
+    dense[tuples, offsets] = values
+    return dense
+
+
+def entries(packed: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tuple, flat offset, value) of every non-zero of packed sparse payloads."""
+    counts = np.diff(bounds) // 2
+    tuples = np.repeat(np.arange(len(counts)), counts)
+    first = np.repeat(bounds[:-1], counts) + (np.arange(len(tuples)) -
+                                              np.repeat(np.cumsum(counts) - counts, counts))
+    return tuples, packed[first].astype(np.int64), packed[first + counts[tuples]]
+
+
+def _grid(shape: tuple[int, ...], tiling: Tiling) -> list[tuple[int, int]]:
+    """Per axis (key range, tile size) of the padded tensor."""
+    return [(key_range(b, n), b) if b < n else (1, n) for b, n in zip(tiling, shape)]
+
+
+def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
+              sparse: bool = False) -> Blocks:
+    """Split `tensor` by `tiling` into blocks (zero blocks left out), with dense or
+    sparse payloads."""
     if sp.issparse(tensor):
-        return _decompose_sparse(tensor, promoted)
-    array = np.asarray(tensor, dtype=np.float64)
-    demoted = [a for a in range(array.ndim) if a not in promoted]
-    n_keys = prod(array.shape[a] for a in promoted)
-    flat = np.transpose(array, list(promoted) + demoted).reshape(n_keys, -1)
+        return _decompose_sparse(tensor, tiling, sparse)
+    if sparse:
+        blocks = decompose(tensor, tiling)
+        return Blocks(blocks.keys, *pack(blocks.dense(payload_size(tiling))))
+    array = np.asarray(tensor)
+    grid = _grid(array.shape, tiling)
+    padding = [(0, r * b - n) for (r, b), n in zip(grid, array.shape)]
+    if any(p for _, p in padding):
+        array = np.pad(array, padding)
+    tiles = array.reshape([x for rb in grid for x in rb])
+    order = list(range(0, 2 * len(grid), 2)) + list(range(1, 2 * len(grid), 2))
+    flat = tiles.transpose(order).reshape(prod(r for r, _ in grid), -1)
     nonzero = np.flatnonzero(np.any(flat != 0, axis=1))
-    keys = np.unravel_index(nonzero, [array.shape[a] for a in promoted]) if promoted else ()
-    values = flat[nonzero]
-    return Blocks([np.asarray(k, dtype=np.int64) for k in keys],
-                  values if demoted else values[:, 0])
+    return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
 
 
-def _decompose_sparse(matrix, promoted: tuple[int, ...]) -> Blocks:
+def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], tiling: Tiling,
+            grid: list[tuple[int, int]]) -> Blocks:
+    keyed = keyed_axes(tiling, shape)
+    keys = np.unravel_index(tile_ids, [r for r, _ in grid]) if grid else ()
+    return Blocks([np.asarray(keys[a], dtype=np.int64) for a in keyed],
+                  values if payload_size(tiling) > 1 else values[:, 0])
+
+
+def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
+    """A scipy.sparse matrix by its coordinates: never densified beyond its (dense)
+    blocks, and the caller's matrix left unchanged."""
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
-    if promoted == (0, 1):
-        csr = sp.csr_matrix(matrix)
-        if not csr.has_canonical_format:
-            csr = csr.copy()
-            csr.sum_duplicates()
-        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
-        keep = csr.data != 0
-        return Blocks([rows[keep], csr.indices[keep].astype(np.int64)],
-                        csr.data[keep].astype(np.float64))
-    if promoted == ():
-        return decompose(matrix.toarray(), ())
-    major = sp.csr_matrix(matrix) if promoted == (0,) else sp.csc_matrix(matrix)
-    major.eliminate_zeros()
-    rows = np.flatnonzero(np.diff(major.indptr))
-    picked = major[rows] if promoted == (0,) else major[:, rows].T
-    return Blocks([rows.astype(np.int64)], np.asarray(picked.toarray(), dtype=np.float64))
+    csr = canonical(matrix, "csr")
+    keep = csr.data != 0
+    rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))[keep]
+    cols = csr.indices[keep].astype(np.int64)
+    grid = _grid(csr.shape, tiling)
+    (r0, b0), (r1, b1) = grid
+    tile = (rows // b0) * r1 + cols // b1
+    offsets = (rows % b0) * b1 + cols % b1
+    if sparse:
+        order = None if np.all(tile[1:] >= tile[:-1]) else np.argsort(tile, kind="stable")
+        if order is not None:               # grouped by tile, CSR order within each
+            tile, offsets, data = tile[order], offsets[order], csr.data[keep][order]
+        else:
+            data = csr.data[keep]
+        tile_ids, slot = _unique(tile)
+        packed, bounds = _pack(slot, offsets, data, np.bincount(slot, minlength=len(tile_ids)))
+        blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), csr.shape, tiling, grid)
+        return Blocks(blocks.keys, packed, bounds)
+    tile_ids, slot = _unique(tile)
+    values = np.zeros((len(tile_ids), b0 * b1), dtype=csr.data.dtype)
+    values[slot, offsets] = csr.data[keep]
+    return _blocks(tile_ids, values, csr.shape, tiling, grid)
 
 
-def compose(blocks: Blocks, shape: tuple[int, ...], promoted: tuple[int, ...]) -> np.ndarray:
+def _unique(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ids ascending, and each id's position among them (linear when sorted, as
+    CSR coordinates with one row per tile are)."""
+    if len(ids) and np.all(ids[1:] >= ids[:-1]):
+        first = np.r_[True, ids[1:] != ids[:-1]]
+        return ids[first], np.cumsum(first) - 1
+    return np.unique(ids, return_inverse=True)
+
+
+def canonical(matrix, fmt: str):
+    """`matrix` in CSR or CSC with duplicates summed; a copy where that changes anything."""
+    converted = matrix.asformat(fmt)
+    if not converted.has_canonical_format:
+        converted = converted.copy()
+        converted.sum_duplicates()
+    return converted
+
+
+def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarray:
     """The dense tensor `blocks` stand for (missing keys are zeros)."""
-    promoted = tuple(sorted(promoted))
-    demoted = [a for a in range(len(shape)) if a not in promoted]
-    key_shape = [shape[a] for a in promoted]
-    dense = np.zeros((prod(key_shape), prod(shape[a] for a in demoted)))
+    grid = _grid(shape, tiling)
+    keyed = keyed_axes(tiling, shape)
+    flat = np.zeros((prod(r for r, _ in grid), prod(b for _, b in grid)), dtype=blocks.values.dtype)
     if len(blocks):
-        index = np.ravel_multi_index(blocks.keys, key_shape) if promoted else np.zeros(
-            len(blocks), dtype=np.int64)
-        dense[index] = np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), -1)
-    arranged = dense.reshape(key_shape + [shape[a] for a in demoted])
-    return np.transpose(arranged, np.argsort(list(promoted) + demoted)).copy()
+        keys = [np.zeros(len(blocks), dtype=np.int64)] * len(grid)
+        for a, k in zip(keyed, blocks.keys):
+            keys[a] = k
+        index = np.ravel_multi_index(keys, [r for r, _ in grid]) if grid else 0
+        flat[index] = blocks.dense(flat.shape[1])
+    tiles = flat.reshape([r for r, _ in grid] + [b for _, b in grid])
+    order = [x for a in range(len(grid)) for x in (a, len(grid) + a)]
+    padded = tiles.transpose(order).reshape([r * b for r, b in grid])
+    return padded[tuple(slice(0, n) for n in shape)].copy()

@@ -28,6 +28,7 @@ from .optimizer.strategies import candidate_plans
 from .plan import Plan
 from .session import Session
 from .sql.steps import TableRelation
+from .tiling import promotion
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
 FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
@@ -57,7 +58,7 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]
 def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     """The cost of `plan` under other constants."""
     model = CostModel(ctx.dag, ctx.stats, params)
-    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.promoted).total
+    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.choices).total
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
@@ -110,11 +111,12 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
     features, seconds = [], []
     for k, (array, axes) in enumerate(cases):
         rel = TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
-                            axes=axes, columns=tuple(f"k{a}" for a in axes))
+                            tiling=promotion(array.shape, axes),
+                            labels=tuple(f"k{a}" for a in range(array.ndim)))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            blocks = decompose(array, axes)
+            blocks = decompose(array, rel.tiling)
             db.load(rel, blocks)
             times.append(time.perf_counter() - start)
             db.drop(rel)

@@ -80,7 +80,8 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
             out += ["", f"-- {_comment(step.label)}", pretty(step.sql, job_dialect) + ";"]
         out += ["", "-- outputs: one row per non-zero"]
         for name, rel in compiled.outputs.items():
-            cols = ", ".join([q(c) for c in rel.columns] + ["val"])
+            cols = ", ".join([f"{q(c)} AS {q(rel.labels[a])}" for c, a in zip(rel.columns, rel.keyed)]
+                             + ["val"])
             out += [f"DROP TABLE IF EXISTS {q(name)};",
                     f"CREATE TABLE {q(name)} AS SELECT {cols} FROM {q(rel.table)} WHERE val <> 0;"]
         out += ["", "-- intermediates"]
@@ -147,6 +148,11 @@ def _check_names(program: Program, dialect: str) -> None:
         if key.lower().startswith(PREFIX):
             raise ProgramError(f"output {name}: names starting with {PREFIX} are reserved "
                                "for the job's intermediates")
+        labels = [fold(l) for l in program.labels_of(name)]
+        if len(set(labels)) < len(labels):
+            raise ProgramError(f"output {name}[{','.join(program.labels_of(name))}]: its labels "
+                               f"name its table's columns, and {dialect} cannot tell apart "
+                               "names that differ only in case: rename a label")
         seen.add(key)
 
 
@@ -160,7 +166,7 @@ def _number(x: float) -> str:
 
 
 def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[str]:
-    blocks = decompose(value, rel.axes)
+    blocks = decompose(value, rel.tiling)
     if len(blocks) > EMBED_LIMIT:
         raise DataError(f"input {decl.name} has {len(blocks)} non-zeros, more than the "
                         f"{EMBED_LIMIT} a job embeds: load it into a table and bind it with "

@@ -46,13 +46,13 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
             start = time.perf_counter()
             created.append(step.target)
             if step.kind == "load":
-                backend.load(step.target, decompose(arrays[step.target.tensor], step.target.axes))
+                backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling))
             else:
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
             reports.append(StepReport(step.label, step.vertex, seconds, tuples))
-        results = {name: compose(backend.fetch(rel), rel.shape, rel.axes)
+        results = {name: compose(backend.fetch(rel), rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
     finally:
         for rel in created:

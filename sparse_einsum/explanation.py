@@ -33,7 +33,7 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
         costs = plan.statement_costs.get(v.name, StatementCost())
         statements.append({
             "name": v.name,
-            "uclc": plan.uclc(v),
+            "uclc": plan.uclc(dag, v),
             "schemas": [plan.schema(dag, v, o) for o in v.operands] + [plan.schema(dag, v)],
             "est_tuples": costs.est_tuples,
             "cost": costs.total,

@@ -1,21 +1,41 @@
-"""Plans: which labels every vertex promotes, and what that implies.
+"""Plans: how every vertex splits its labels between keys and payloads, and what follows.
 
-A plan maps each vertex to its set of promoted labels. A label has one status
-throughout its vertex, so the decomposition of each operand and of the output
-follows: an axis is promoted when its label is. Where the producer of a tensor
-decomposes it differently from a consumer, a repartition runs between them.
+A plan gives each vertex a `Choice`: a tile size per label (1: promoted, the label's
+size: demoted, between: tiled; see `sparse_einsum.tiling`). A label has one tile size
+throughout its vertex, so the tiling of each operand and of the output follows. Where
+the producer of a tensor tiles it differently from a consumer, a repartition runs
+between them.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Mapping
 
 from .program.dag import Dag, Operand, Vertex
 from .program.ops import render_uclc
+from .tiling import Tiling, key_range, render
 
 
-def promoted_axes(labels: tuple[str, ...], promoted: frozenset[str]) -> tuple[int, ...]:
-    """Axes of a tensor indexed by `labels` whose label is promoted."""
-    return tuple(a for a, l in enumerate(labels) if l in promoted)
+@dataclass(frozen=True)
+class Choice:
+    """A vertex's decomposition: the tile size of each of its labels."""
+    tiles: tuple[tuple[str, int], ...]         # (label, tile size), sorted by label
+
+    @classmethod
+    def of(cls, tiles: Mapping[str, int]) -> "Choice":
+        return cls(tuple(sorted(tiles.items())))
+
+    @classmethod
+    def promoting(cls, v: Vertex, sizes: Mapping[str, int], promoted) -> "Choice":
+        """Labels in `promoted` promoted, the others demoted (the paper's space)."""
+        return cls.of({l: 1 if l in promoted else sizes[l] for l in v.all_labels})
+
+    def tile(self, label: str) -> int:
+        return dict(self.tiles)[label]
+
+    def tiling(self, labels: tuple[str, ...]) -> Tiling:
+        tiles = dict(self.tiles)
+        return tuple(tiles[l] for l in labels)
 
 
 @dataclass(frozen=True)
@@ -42,47 +62,54 @@ class StatementCost:
 
 @dataclass
 class Plan:
-    promoted: dict[str, frozenset[str]]        # vertex name -> promoted labels
+    choices: dict[str, Choice]                 # vertex name -> its decomposition
     name: str = ""
     cost: float | None = None                  # estimated total, None when not priced
     statement_costs: dict[str, StatementCost] = field(default_factory=dict)
     fits: bool = True                          # every tuple and kernel call within the cap
     aliases: tuple[str, ...] = ()              # other strategies that chose this plan
 
-    def promoted_labels(self, vertex: Vertex) -> frozenset[str]:
-        return self.promoted[vertex.name]
+    @classmethod
+    def promoting(cls, dag: Dag, promoted: Mapping[str, object], name: str = "") -> "Plan":
+        """The plan promoting, per vertex, the labels given and demoting the others."""
+        return cls({v.name: Choice.promoting(v, dag.label_sizes(v), promoted[v.name])
+                    for v in dag.vertices}, name=name)
 
-    def operand_axes(self, vertex: Vertex, operand: Operand) -> tuple[int, ...]:
-        """Promoted axes of an operand tensor at this use."""
-        return promoted_axes(operand.labels, self.promoted[vertex.name])
+    def keyed(self, dag: Dag, vertex: Vertex) -> frozenset[str]:
+        """Labels of a vertex with a key column (promoted or tiled)."""
+        sizes = dag.label_sizes(vertex)
+        return frozenset(l for l, b in self.choices[vertex.name].tiles if b < sizes[l])
 
-    def output_axes(self, vertex: Vertex) -> tuple[int, ...]:
-        return promoted_axes(vertex.labels, self.promoted[vertex.name])
+    def operand_tiling(self, vertex: Vertex, operand: Operand) -> Tiling:
+        return self.choices[vertex.name].tiling(operand.labels)
 
-    def produced_axes(self, dag: Dag, tensor: str) -> tuple[int, ...] | None:
-        """Decomposition a tensor is produced in; None for inputs (loaded as needed)."""
+    def output_tiling(self, vertex: Vertex) -> Tiling:
+        return self.choices[vertex.name].tiling(vertex.labels)
+
+    def produced_tiling(self, dag: Dag, tensor: str) -> Tiling | None:
+        """The tiling a tensor is produced in; None for inputs (loaded as needed)."""
         if tensor in dag.inputs:
             return None
-        return self.output_axes(dag.vertex(tensor))
+        return self.output_tiling(dag.vertex(tensor))
 
-    def repartitions(self, dag: Dag) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
-        """(tensor, from axes, to axes) for each producer/consumer mismatch."""
+    def repartitions(self, dag: Dag) -> list[tuple[str, Tiling, Tiling]]:
+        """(tensor, from tiling, to tiling) for each producer/consumer mismatch."""
         moves = []
         for v in dag.vertices:
             for operand in v.operands:
-                have = self.produced_axes(dag, operand.tensor)
-                need = self.operand_axes(v, operand)
+                have = self.produced_tiling(dag, operand.tensor)
+                need = self.operand_tiling(v, operand)
                 if have is not None and have != need and (operand.tensor, have, need) not in moves:
                     moves.append((operand.tensor, have, need))
         return moves
 
     # -- rendering ----------------------------------------------------------
-    def uclc(self, vertex: Vertex) -> str:
-        """The vertex in upper-case-lower-case notation, e.g. ``Z[I,g] = AH[I,f] * W[f,g]``."""
-        up = self.promoted[vertex.name]
+    def uclc(self, dag: Dag, vertex: Vertex) -> str:
+        """The vertex in UCLC notation, e.g. ``Z[I/1024,g] = AH[I/1024,f] * W[f,g]``."""
+        choice, sizes = self.choices[vertex.name], dag.label_sizes(vertex)
 
         def ref(name: str, labels: tuple[str, ...]) -> str:
-            return f"{name}[{','.join(l.upper() if l in up else l for l in labels)}]"
+            return f"{name}[{','.join(render(l, choice.tile(l), sizes[l]) for l in labels)}]"
 
         body = render_uclc(vertex.op, *(ref(o.tensor, o.labels) for o in vertex.operands))
         if vertex.agg != "sum" and vertex.agg_labels:
@@ -90,13 +117,18 @@ class Plan:
         return f"{ref(vertex.name, vertex.labels)} = {body}"
 
     def schema(self, dag: Dag, vertex: Vertex, operand: Operand | None = None) -> str:
-        """Relational schema of an operand (or of the output), e.g. ``H(INT j, DOUBLE[64] val)``."""
+        """Relational schema of an operand (or of the output), e.g.
+        ``H(INT j_tile, DOUBLE[1024][64] val)``."""
         tensor, labels = (vertex.name, vertex.labels) if operand is None else (
             operand.tensor, operand.labels)
-        up = self.promoted[vertex.name]
-        shape = dag.shapes[tensor]
-        keys = [f"INT {l}" for l in labels if l in up]
-        dims = [shape[a] for a, l in enumerate(labels) if l not in up]
+        choice = self.choices[vertex.name]
+        keys, dims = [], []
+        for label, n in zip(labels, dag.shapes[tensor]):
+            b = choice.tile(label)
+            if b < n:
+                keys.append(f"INT {label}_tile" if b > 1 else f"INT {label}")
+            if b > 1:
+                dims.append(b)
         value = "DOUBLE" + "".join(f"[{d}]" for d in dims) + " val"
         return f"{tensor}({', '.join(keys + [value])})"
 
@@ -104,5 +136,11 @@ class Plan:
         lines = []
         for v in dag.vertices:
             schemas = [self.schema(dag, v, o) for o in v.operands] + [self.schema(dag, v)]
-            lines.append(f"{self.uclc(v):<48} {'; '.join(schemas)}")
+            lines.append(f"{self.uclc(dag, v):<48} {'; '.join(schemas)}")
         return "\n".join(lines)
+
+
+def tiles_in(choice: Choice, sizes: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Per label: (key range, payload length) under a choice."""
+    return {l: (key_range(b, sizes[l]) if b < sizes[l] else 1, b if b > 1 else 1)
+            for l, b in choice.tiles}

@@ -27,9 +27,8 @@ def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]
 
 
 def _dense(x: object) -> np.ndarray:
-    if sp.issparse(x):
-        return np.asarray(x.toarray(), dtype=np.float64)
-    return np.asarray(x, dtype=np.float64)
+    """The array in its own dtype (NumPy's arithmetic on it is the oracle's)."""
+    return x.toarray() if sp.issparse(x) else np.asarray(x)
 
 
 def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, list[str]]:

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from functools import cached_property
 from math import prod
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
 
 from .backends import open_backend
 from .backends.base import Backend
@@ -40,7 +43,9 @@ from .sql.compiler import CompiledPlan, compile_plan
 from .sql.dialect import Dialect
 from .sql.pretty import pretty
 from .sql.steps import TableRelation
+from .stats.propagate import propagate
 from .stats.tensor_stats import TensorStats, exact_stats
+from .values import MAX_EXACT, plan_values
 
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
@@ -52,11 +57,14 @@ class Session:
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
-                 prefix: str | None = None, **backend_options):
+                 prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
+                 **backend_options):
         start = time.perf_counter()
         self.program = load_program(program)
         base_dir = Path(self.program.source).parent if self.program.source else None
-        self.inputs = bind_inputs(self.program, data, base_dir)
+        self.values = plan_values(self.program, bind_inputs(self.program, data, base_dir),
+                                  output_dtypes)
+        self.inputs = self.values.inputs
         self.backend: Backend | None = None
         self._owns_backend = False
         if backend is not None:
@@ -71,9 +79,10 @@ class Session:
         self.stored: dict[str, TableRelation] = {}     # relational inputs imported
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
+        self._compiled = 0
         try:
             shapes = self._import_inputs()
-            self.dag = lower(self.program, infer_bounds(self.program, shapes))
+            self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
         except BaseException:
             self.close()
             raise
@@ -107,8 +116,13 @@ class Session:
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.dag.inputs}
 
-    def arrays(self) -> dict[str, object]:
-        return {name: inp.value for name, inp in self.inputs.items() if isinstance(inp, ArrayInput)}
+    @cached_property
+    def exact_integers(self) -> bool:
+        """Whether integers must be computed as BIGINT: the inputs and outputs are integers
+        and some value may exceed 2**53 (where doubles lose integers). BIGINT arithmetic in
+        the engines fails where a value overflows int64 (NumPy's wraps around)."""
+        return self.values.integral and max(
+            s.max_abs for s in propagate(self.dag, self.stats()).values()) >= MAX_EXACT
 
     # -- plans -------------------------------------------------------------------
     def optimizer(self) -> OptimizerContext:
@@ -120,7 +134,8 @@ class Session:
             self._context = OptimizerContext.build(
                 self.dag, self.stats(), params,
                 memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
-                stored={name: rel.axes for name, rel in self.table_inputs().items()},
+                scalars_only=self.exact_integers,
+                stored={name: rel.tiling for name, rel in self.table_inputs().items()},
                 label_names=self.label_names)
         return self._context
 
@@ -142,22 +157,36 @@ class Session:
         if not self.inputs_in_tables:
             return self.stored
         return {name: TableRelation(f"{self.prefix}_in{n}", name, self.dag.shapes[name],
-                                    tuple(range(len(self.dag.shapes[name]))), labels)
+                                    (1,) * len(labels), labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
 
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
                 relational_outputs: bool = False) -> CompiledPlan:
-        return compile_plan(self.dag, self.plan(plan), self.dialect, prefix=self.prefix,
+        chosen = self.plan(plan)
+        exact = self.exact_integers
+        if exact and not all(self.optimizer().model.fits(v, chosen.choices[v.name])
+                             for v in self.dag.vertices):
+            raise PlanError(f"plan {chosen.name!r} keeps integer values in arrays, which hold "
+                            "doubles, and this program's integers may exceed 2**53 (where "
+                            "doubles lose them): use a plan that promotes every label "
+                            "(optimal, relational)")
+        ctx = self.optimizer()
+        self._compiled += 1                 # tables of every compilation named apart
+        return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
+                            prefix=f"{self.prefix}_{self._compiled}",
                             stored=self.table_inputs(), temporary=temporary,
-                            relational_outputs=relational_outputs)
+                            relational_outputs=relational_outputs,
+                            nonfinite=frozenset(t for t, s in ctx.stats.items() if not s.finite))
 
     def run(self, plan: str | PlanSpec | Plan = "optimal", *,
             progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
+        """Run a plan; the outputs have NumPy's dtypes (complex parts joined)."""
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
         chosen = self.plan(plan)
-        result = execute(self.compile(chosen), self.arrays(), self.backend,
-                         count_tuples=count_tuples, progress=progress)
+        result = execute(self.compile(chosen), self.values.arrays(self.exact_integers),
+                         self.backend, count_tuples=count_tuples, progress=progress)
+        result.outputs = self.values.finish(result.outputs)
         result.plan = chosen
         return result
 

@@ -45,6 +45,13 @@ PROGRAMS = {
         L[j] = min(-N[i,j])
         output M, L
         """, lambda: dict(N=sparse((6, 5), 0.5, -3.0, -0.5))),
+    "max_of_sums": ("""
+        input A[i,j]
+        input B[i,j]
+        M[i] = max(A[i,j] + B[i,j])
+        N[j] = min(A[i,j] - B[i,j])
+        output M, N
+        """, lambda: dict(A=sparse((6, 5), 0.3, -2.0, -0.5), B=sparse((6, 5), 0.3, -2.0, -0.5))),
     "residual": ("""
         input A[i,j]
         input B[i,j]

@@ -24,15 +24,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 STAGES = [
     ["errors"],
     ["program"],
-    ["inputs", "blocks"],
+    ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
-    ["plan"],
+    ["plan", "shuffles"],
     ["cost"],
     ["optimizer"],
     ["kernels"],
     ["sql"],
     ["backends"],
-    ["executor", "explanation", "reference"],
+    ["executor", "explanation"],
     ["session"],
     ["api", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
 ]

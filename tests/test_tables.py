@@ -71,3 +71,18 @@ def test_hostile_names_are_quoted_and_nothing_is_left_behind(tables):
 def test_table_errors_name_the_problem(tables, program, message):
     with pytest.raises(DataError, match=message):
         run(program, {}, backend=tables)
+
+
+@pytest.mark.parametrize("kind", ["DOUBLE PRECISION", "VARCHAR(10)"])
+def test_key_columns_must_hold_integers(backend, kind):
+    """Fractional (1.5, 2.6) or text keys: one line naming the table and the column."""
+    backend.execute("DROP TABLE IF EXISTS fk")
+    backend.execute(f"CREATE TABLE fk (src {kind}, dst BIGINT, w DOUBLE PRECISION)")
+    try:
+        value = "'1.5'" if kind.startswith("VARCHAR") else "1.5"
+        backend.execute(f"INSERT INTO fk VALUES ({value}, 2, 1.0)")
+        with pytest.raises(DataError, match="key column 'src' of table 'fk' has type .*; key "
+                                            "columns must hold integers"):
+            run("input A[i,j] from fk(src, dst, w)\nS[i] = A[i,j]", {}, backend=backend)
+    finally:
+        backend.execute("DROP TABLE IF EXISTS fk")

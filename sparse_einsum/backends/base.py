@@ -19,7 +19,7 @@ from ..inputs import SourceInput, check_key_type
 from ..kernels.arrow_kernels import list_array, rows, scalars
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
-from ..sql.steps import KernelUse, Step, TableRelation
+from ..sql.steps import KernelUse, Step, TableRelation, key_column
 from ..stats.tensor_stats import TensorStats
 
 # information_schema type names of integer columns (DuckDB and PostgreSQL)
@@ -122,7 +122,7 @@ class Backend:
         finally:
             if source.kind != "table":
                 self.release_source(f"{table}_src")
-        rel = TableRelation(table, decl.name, shape, tuple(range(len(shape))), decl.labels)
+        rel = TableRelation(table, decl.name, shape, (1,) * len(shape), decl.labels)
         return rel, self.table_stats(rel)
 
     def _source_shape(self, source: SourceInput, from_sql: str) -> tuple[int, ...]:
@@ -142,11 +142,17 @@ class Backend:
         return tuple(shape)
 
     def table_stats(self, rel: TableRelation) -> TensorStats:
-        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation."""
+        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, and the bound and
+        finiteness of its values."""
         q = self.dialect.q
-        distinct = "".join(f", count(DISTINCT {q(c)})" for c in rel.columns)
-        row = self.query(f"SELECT count(*){distinct} FROM {q(rel.table)}")[0]
-        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[1:]))
+        distinct = "".join(f", count(DISTINCT {q(key_column(l, a))})"
+                           for a, l in enumerate(rel.labels))
+        finite = self.dialect.finite_sql.format(x="val")
+        row = self.query(f"SELECT count(*), coalesce(max(abs(val)), 0), coalesce(bool_and({finite}), "
+                         f"TRUE){distinct} FROM {q(rel.table)}")[0]
+        finite = bool(row[2])
+        return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[3:]),
+                           max_abs=float(row[1]) if finite else float("inf"), finite=finite)
 
 
 def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
@@ -165,11 +171,11 @@ def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
 
 
 def arrow_relation(rel: TableRelation, blocks: Blocks) -> pa.Table:
-    """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE or DOUBLE[])."""
+    """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE, BIGINT for
+    exact integers, or DOUBLE[])."""
     columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
-    values = np.asarray(blocks.values, dtype=np.float64)
-    columns["val"] = pa.array(values) if rel.is_scalar else \
-        list_array(values.reshape(len(blocks), rel.sub_size))
+    columns["val"] = pa.array(blocks.values) if rel.is_scalar else list_array(
+        np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), rel.sub_size))
     return pa.table(columns)
 
 
@@ -177,6 +183,6 @@ def relation_blocks(rel: TableRelation, table: pa.Table) -> Blocks:
     """The blocks of a relation fetched as an Arrow table (its key columns and ``val``)."""
     keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
     val = table.column("val")
-    values = scalars(val).astype(np.float64) if rel.is_scalar else \
+    values = scalars(val) if rel.is_scalar else \
         rows(val).reshape(table.num_rows, rel.sub_size)
     return Blocks(keys, values)

@@ -31,6 +31,7 @@ class PostgresBackend(Backend):
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise BackendError(f"cannot connect to PostgreSQL: {first}") from None
         self.conn = connection
+        self.conn.prepare_threshold = None      # tables are made and dropped all the time
         check_kernels(self.conn)
         self.conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
         try:   # arrays in tuples: lz4 TOAST compression is several times faster than pglz
@@ -46,13 +47,14 @@ class PostgresBackend(Backend):
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
         q = self.dialect.q
         keys = [f"{q(c)} bigint" for c in rel.columns]
-        value = "val float8" if rel.is_scalar else "val float8[]"
+        integers = blocks.values.dtype.kind in "biu"
+        value = "val float8[]" if not rel.is_scalar else ("val bigint" if integers else "val float8")
         self.conn.execute(f"CREATE UNLOGGED TABLE {q(rel.table)} ({', '.join(keys + [value])})")
         if len(blocks) == 0:
             return
-        values = np.asarray(blocks.values, dtype=np.float64)
+        values = blocks.values
         if not rel.is_scalar:
-            values = values.reshape(len(blocks), rel.sub_size)
+            values = np.asarray(values, dtype=np.float64).reshape(len(blocks), rel.sub_size)
         copy_in_arrays(self.conn, q(rel.table), dict(zip(rel.columns, blocks.keys)), values)
 
     def fetch(self, rel: TableRelation) -> Blocks:
@@ -63,7 +65,6 @@ class PostgresBackend(Backend):
         cols = ", ".join([f"CAST({q(c)} AS bigint) AS {q(c)}" for c in rel.columns] + ["val"])
         keys, values = copy_out_arrays(self.conn, f"SELECT {cols} FROM {q(rel.table)}")
         key_arrays = [np.asarray(k, dtype=np.int64) for k in keys.values()]
-        values = np.asarray(values, dtype=np.float64)
         if not rel.is_scalar:
             values = values.reshape(len(values), rel.sub_size)
         return Blocks(key_arrays, values)

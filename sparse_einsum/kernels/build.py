@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from math import prod
 
+from ..plan import Choice
 from ..program.dag import Vertex
+from ..tiling import Tiling, payload_axes
 from .spec import GatherSpec, KernelSpec
 
 
@@ -15,38 +17,43 @@ def row_major_strides(dims: list[int]) -> list[int]:
     return strides[::-1]
 
 
-def vertex_kernel(vertex: Vertex, sizes: dict[str, int], promoted: frozenset[str],
-                  op: str | None = None) -> KernelSpec:
-    """The dense part of a vertex: loops over its demoted labels."""
-    out_loop = [l for l in vertex.labels if l not in promoted]
-    agg_loop = [l for l in vertex.agg_labels if l not in promoted]
+def vertex_kernel(vertex: Vertex, choice: Choice, op: str | None = None) -> KernelSpec:
+    """The payload part of a vertex: loops over the payload lengths of its labels."""
+    tiles = dict(choice.tiles)
+    out_loop = [l for l in vertex.labels if tiles[l] > 1]
+    agg_loop = [l for l in vertex.agg_labels if tiles[l] > 1]
     loop = out_loop + agg_loop
     strides, in_sizes = [], []
     for operand in vertex.operands:
-        demoted = [l for l in operand.labels if l not in promoted]
-        axis_strides = row_major_strides([sizes[l] for l in demoted])
-        strides.append(tuple(sum(s for l2, s in zip(demoted, axis_strides) if l2 == l)
+        payload = [l for l in operand.labels if tiles[l] > 1]
+        axis_strides = row_major_strides([tiles[l] for l in payload])
+        strides.append(tuple(sum(s for l2, s in zip(payload, axis_strides) if l2 == l)
                              for l in loop))
-        in_sizes.append(prod(sizes[l] for l in demoted))
-    return KernelSpec(op=op or vertex.op, agg=vertex.agg, dims=tuple(sizes[l] for l in loop),
+        in_sizes.append(prod(tiles[l] for l in payload))
+    return KernelSpec(op=op or vertex.op, agg=vertex.agg, dims=tuple(tiles[l] for l in loop),
                       n_out=len(out_loop), strides=tuple(strides), in_sizes=tuple(in_sizes))
 
 
-def take_spec(shape: tuple[int, ...], have: tuple[int, ...], new: tuple[int, ...]) -> GatherSpec:
-    """Cut sub-tensors out of values over the demoted axes of `have` along axes `new`."""
-    demoted = [a for a in range(len(shape)) if a not in have]
-    strides = dict(zip(demoted, row_major_strides([shape[a] for a in demoted])))
-    rest = [a for a in demoted if a not in new]
-    return GatherSpec(size=prod(shape[a] for a in demoted),
-                      new_dims=tuple(shape[a] for a in new), new_strides=tuple(strides[a] for a in new),
-                      sub_dims=tuple(shape[a] for a in rest), sub_strides=tuple(strides[a] for a in rest))
+def take_spec(tiling: Tiling, new: tuple[int, ...]) -> GatherSpec:
+    """Cut sub-payloads out of payloads of `tiling` along the axes `new` (which become keys)."""
+    payload = payload_axes(tiling)
+    strides = dict(zip(payload, row_major_strides([tiling[a] for a in payload])))
+    rest = [a for a in payload if a not in new]
+    return GatherSpec(size=prod(tiling[a] for a in payload),
+                      new_dims=tuple(tiling[a] for a in new),
+                      new_strides=tuple(strides[a] for a in new),
+                      sub_dims=tuple(tiling[a] for a in rest),
+                      sub_strides=tuple(strides[a] for a in rest))
 
 
-def stack_spec(shape: tuple[int, ...], have: tuple[int, ...], moved: tuple[int, ...]) -> GatherSpec:
-    """Stack sub-tensors (over the demoted axes of `have`) along axes `moved` that become demoted."""
-    target = [a for a in range(len(shape)) if a not in have or a in moved]
-    strides = dict(zip(target, row_major_strides([shape[a] for a in target])))
-    rest = [a for a in range(len(shape)) if a not in have]
-    return GatherSpec(size=prod(shape[a] for a in target),
-                      new_dims=tuple(shape[a] for a in moved), new_strides=tuple(strides[a] for a in moved),
-                      sub_dims=tuple(shape[a] for a in rest), sub_strides=tuple(strides[a] for a in rest))
+def stack_spec(have: Tiling, target: Tiling, moved: tuple[int, ...]) -> GatherSpec:
+    """Stack payloads of `have` along axes `moved` (promoted in `have`) into payloads of
+    `target`, where they have tile sizes above 1."""
+    payload = payload_axes(target)
+    strides = dict(zip(payload, row_major_strides([target[a] for a in payload])))
+    rest = payload_axes(have)
+    return GatherSpec(size=prod(target[a] for a in payload),
+                      new_dims=tuple(target[a] for a in moved),
+                      new_strides=tuple(strides[a] for a in moved),
+                      sub_dims=tuple(have[a] for a in rest),
+                      sub_strides=tuple(strides[a] for a in rest))

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..cost import CostModel, CostParams
-from ..plan import Plan, StatementCost, promoted_axes
+from ..plan import Plan, StatementCost
 from ..program.dag import Dag
 from ..stats.propagate import propagate
 from ..stats.tensor_stats import TensorStats
+from ..tiling import Tiling
 from .search import LoadItem, Partial, RepartitionItem, SearchSpace
 
 
@@ -29,17 +30,17 @@ class OptimizerContext:
     dag: Dag
     stats: dict[str, TensorStats]                 # every tensor: inputs exact, the rest estimated
     model: CostModel
-    stored: dict[str, tuple[int, ...]] = field(default_factory=dict)   # table inputs: their axes
+    stored: dict[str, Tiling] = field(default_factory=dict)   # table inputs: their tiling
     label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
-              stored: dict[str, tuple[int, ...]] | None = None,
+              scalars_only: bool = False, stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None) -> "OptimizerContext":
         stats = propagate(dag, input_stats)
         model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values)
+                          max_payload_values, scalars_only)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
 
     @cached_property
@@ -55,24 +56,24 @@ class OptimizerContext:
     def price(self, plan: Plan) -> Plan:
         """`plan` (a forced one, say) with its estimated costs; `fits` tells whether every
         tuple and kernel call stays within the memory cap."""
-        priced = self.to_plan(self.space.cost(plan.promoted), plan.name)
-        priced.fits = all(self.model.fits(v, plan.promoted[v.name]) for v in self.dag.vertices)
+        priced = self.to_plan(self.space.cost(plan.choices), plan.name)
+        priced.fits = all(self.model.fits(v, plan.choices[v.name]) for v in self.dag.vertices)
         return priced
 
     def breakdown(self, plan: Plan) -> dict[str, StatementCost]:
         """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
         kernel, from the plan's cost items (an input load counts for the first statement
         that reads it that way)."""
-        items = dict(self.space.cost(plan.promoted).costs)
+        items = dict(self.space.cost(plan.choices).costs)
         result, loaded = {}, set()
         for v in self.dag.vertices:
-            promoted = plan.promoted[v.name]
-            c = self.model.vertex(v, promoted)
+            choice = plan.choices[v.name]
+            c = self.model.vertex(v, choice)
             repartition = sum(cost for item, cost in items.items()
                               if isinstance(item, RepartitionItem) and item.consumer == v.name)
             load = 0.0
             for operand in v.operands:
-                item = LoadItem(operand.tensor, promoted_axes(operand.labels, promoted))
+                item = LoadItem(operand.tensor, choice.tiling(operand.labels))
                 if item in items and item not in loaded:
                     loaded.add(item)
                     load += items[item]

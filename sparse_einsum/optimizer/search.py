@@ -18,18 +18,23 @@ from math import prod
 from typing import Iterable, Iterator, Union
 
 from ..cost import CostModel
-from ..plan import promoted_axes
+from ..plan import Choice
 from ..program.dag import Dag, Vertex
+from ..tiling import Tiling, tile_sizes
 
 # shared tensors are optimised jointly while this many output decompositions combine
 JOINT_LIMIT = 4096
+# a vertex with up to this many labels tries every subset of them as its promoted labels
+ALL_SUBSETS = 8
+# a vertex tries every combination of tile sizes while there are at most this many
+ALL_TILINGS = 512
 
 
 @dataclass(frozen=True)
 class LoadItem:
     """Loading an array input in one decomposition (once, whoever reads it)."""
     tensor: str
-    axes: tuple[int, ...]
+    tiling: Tiling
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,8 @@ class VertexItem:
 class RepartitionItem:
     """Moving a tensor from the decomposition it has to the one a consumer needs."""
     tensor: str
-    have: tuple[int, ...]
-    need: tuple[int, ...]
+    have: Tiling
+    need: Tiling
     consumer: str
 
 
@@ -52,12 +57,12 @@ CostItem = Union[LoadItem, VertexItem, RepartitionItem]
 
 @dataclass(frozen=True)
 class Partial:
-    choices: tuple[tuple[str, frozenset[str]], ...]      # sorted by vertex name
+    choices: tuple[tuple[str, Choice], ...]              # sorted by vertex name
     costs: tuple[tuple[CostItem, float], ...]            # sorted cost items
     total: float
 
     @staticmethod
-    def make(choices: dict[str, frozenset[str]], costs: dict[CostItem, float]) -> "Partial":
+    def make(choices: dict[str, Choice], costs: dict[CostItem, float]) -> "Partial":
         return Partial(tuple(sorted(choices.items())), tuple(sorted(costs.items(), key=repr)),
                        sum(costs.values()))
 
@@ -69,7 +74,7 @@ class Partial:
         return Partial.make(choices, {**dict(self.costs), **dict(other.costs)})
 
     def plus(self, item: CostItem, cost: float,
-             choice: tuple[str, frozenset[str]] | None = None) -> "Partial":
+             choice: tuple[str, Choice] | None = None) -> "Partial":
         choices = dict(self.choices)
         if choice:
             choices[choice[0]] = choice[1]
@@ -87,6 +92,39 @@ def subsets(labels: tuple[str, ...]) -> Iterator[frozenset[str]]:
             yield frozenset(combo)
 
 
+def candidates(v: Vertex, sizes: dict[str, int]) -> list[Choice]:
+    """The choices a vertex may take: every combination of tile sizes per label (promoted,
+    demoted, or one of `tile_sizes`) while there are at most ALL_TILINGS; beyond, every
+    promotion of its labels (see `promotions`) and each of those with one label tiled."""
+    options = {l: sorted({1, sizes[l], *tile_sizes(sizes[l])}) for l in v.all_labels}
+    if prod(len(o) for o in options.values()) <= ALL_TILINGS:
+        return [Choice.of(dict(zip(options, combo)))
+                for combo in itertools.product(*options.values())]
+    found = [Choice.promoting(v, sizes, p) for p in promotions(v, sizes)]
+    tiled = [Choice.of({**dict(c.tiles), l: b}) for c in found for l in options
+             for b in tile_sizes(sizes[l])]
+    return list(dict.fromkeys(found + tiled))
+
+
+def promotions(v: Vertex, sizes: dict[str, int]) -> list[frozenset[str]]:
+    """The promoted-label sets a vertex may take: every subset of a few labels; beyond
+    ALL_SUBSETS labels, the unions of label classes (labels with the same role: in the
+    output or not, in which operands) and the k largest labels for every k, so that the
+    search stays bounded for any expression."""
+    labels = v.all_labels
+    if len(labels) <= ALL_SUBSETS:
+        return list(subsets(labels))
+    roles: dict[tuple, list[str]] = {}
+    for l in labels:
+        roles.setdefault((l in v.labels, tuple(l in o.labels for o in v.operands)), []).append(l)
+    found = {frozenset(l for group in chosen for l in group)
+             for chosen in itertools.chain.from_iterable(
+                 itertools.combinations(roles.values(), r) for r in range(len(roles) + 1))}
+    by_size = sorted(labels, key=lambda l: -sizes[l])
+    found.update(frozenset(by_size[:k]) for k in range(len(labels) + 1))
+    return sorted(found, key=lambda p: (len(p), sorted(p)))
+
+
 def _best(candidates: Iterable[Partial | None], k: int) -> list[Partial]:
     unique: dict = {}
     for c in candidates:
@@ -102,29 +140,28 @@ def _merge_lists(a: list[Partial], b: list[Partial], k: int) -> list[Partial]:
 class SearchSpace:
     """The decompositions each vertex may take (within the memory cap) and their costs."""
 
-    def __init__(self, dag: Dag, model: CostModel, stored: dict[str, tuple[int, ...]]):
+    def __init__(self, dag: Dag, model: CostModel, stored: dict[str, Tiling]):
         self.dag, self.model, self.stored = dag, model, stored
-        self._moves: dict[tuple[str, tuple[int, ...], tuple[int, ...]], float] = {}
+        self._moves: dict[tuple[str, Tiling | None, Tiling], float] = {}
 
     @cached_property
-    def options(self) -> dict[str, list[frozenset[str]]]:
-        return {v.name: [p for p in subsets(v.all_labels) if self.model.fits(v, p)]
+    def options(self) -> dict[str, list[Choice]]:
+        return {v.name: [c for c in candidates(v, self.dag.label_sizes(v)) if self.model.fits(v, c)]
                 for v in self.dag.vertices}
 
     @cached_property
-    def local(self) -> dict[tuple[str, frozenset[str]], float]:
-        return {(v.name, p): self.model.vertex(v, p).total
-                for v in self.dag.vertices for p in self.options[v.name]}
+    def local(self) -> dict[tuple[str, Choice], float]:
+        return {(v.name, c): self.model.vertex(v, c).total
+                for v in self.dag.vertices for c in self.options[v.name]}
 
     def combinations(self) -> int:
         return prod(len(o) for o in self.options.values())
 
-    def vertex_cost(self, v: Vertex, promoted: frozenset[str]) -> float:
-        found = self.local.get((v.name, promoted))
-        return self.model.vertex(v, promoted).total if found is None else found
+    def vertex_cost(self, v: Vertex, choice: Choice) -> float:
+        found = self.local.get((v.name, choice))
+        return self.model.vertex(v, choice).total if found is None else found
 
-    def repartition(self, tensor: str, have: tuple[int, ...] | None, need: tuple[int, ...]
-                    ) -> float:
+    def repartition(self, tensor: str, have: Tiling | None, need: Tiling) -> float:
         """Moving `tensor` from axes `have` to `need` (have None: loading the input), cached."""
         key = (tensor, have, need)
         if key not in self._moves:
@@ -132,8 +169,7 @@ class SearchSpace:
                                 self.model.repartition(tensor, have, need))
         return self._moves[key]
 
-    def input_items(self, tensor: str, need: tuple[int, ...], consumer: str
-                    ) -> dict[CostItem, float]:
+    def input_items(self, tensor: str, need: Tiling, consumer: str) -> dict[CostItem, float]:
         """An array input is loaded once per decomposition; a stored table may need a
         repartition."""
         if tensor not in self.stored:
@@ -143,22 +179,21 @@ class SearchSpace:
             return {}
         return {RepartitionItem(tensor, have, need, consumer): self.repartition(tensor, have, need)}
 
-    def operand_items(self, v: Vertex, choice: dict[str, frozenset[str]]
-                      ) -> dict[CostItem, float]:
+    def operand_items(self, v: Vertex, choice: dict[str, Choice]) -> dict[CostItem, float]:
         """Loads and repartitions the operands of `v` need under complete `choice`."""
         items: dict[CostItem, float] = {}
         for operand in v.operands:
-            need = promoted_axes(operand.labels, choice[v.name])
+            need = choice[v.name].tiling(operand.labels)
             if operand.tensor in self.dag.inputs:
                 items.update(self.input_items(operand.tensor, need, v.name))
             else:
-                have = promoted_axes(self.dag.labels_of(operand.tensor), choice[operand.tensor])
+                have = choice[operand.tensor].tiling(self.dag.labels_of(operand.tensor))
                 if have != need:
                     items[RepartitionItem(operand.tensor, have, need, v.name)] = \
                         self.repartition(operand.tensor, have, need)
         return items
 
-    def items(self, choice: dict[str, frozenset[str]]) -> dict[CostItem, float]:
+    def items(self, choice: dict[str, Choice]) -> dict[CostItem, float]:
         """The cost items of a complete choice, each repartition and vertex once."""
         items: dict[CostItem, float] = {}
         for v in self.dag.vertices:
@@ -166,21 +201,21 @@ class SearchSpace:
             items.update(self.operand_items(v, choice))
         return items
 
-    def cost(self, choice: dict[str, frozenset[str]]) -> Partial:
+    def cost(self, choice: dict[str, Choice]) -> Partial:
         """Total cost of a complete choice."""
         return Partial.make(choice, self.items(choice))
 
-    def run_dp(self, k: int, fixed: dict[str, tuple[int, ...]]) -> list[Partial]:
-        table: dict[str, dict[tuple[int, ...], list[Partial]]] = {}
+    def run_dp(self, k: int, fixed: dict[str, Tiling]) -> list[Partial]:
+        table: dict[str, dict[Tiling, list[Partial]]] = {}
         for v in self.dag.vertices:
-            entries: dict[tuple[int, ...], list[Partial]] = {}
-            for promoted in self.options[v.name]:
-                out = promoted_axes(v.labels, promoted)
+            entries: dict[Tiling, list[Partial]] = {}
+            for choice in self.options[v.name]:
+                out = choice.tiling(v.labels)
                 if v.name in fixed and fixed[v.name] != out:
                     continue
                 combos = [EMPTY]
                 for operand in v.operands:
-                    need = promoted_axes(operand.labels, promoted)
+                    need = choice.tiling(operand.labels)
                     if operand.tensor in self.dag.inputs:
                         cands = [Partial.make({}, self.input_items(operand.tensor, need, v.name))]
                     else:
@@ -195,8 +230,8 @@ class SearchSpace:
                                         operand.tensor, have, need)))
                         cands = _best(cands, k)
                     combos = _merge_lists(combos, cands, k)
-                own = [c.plus(VertexItem(v.name), self.local[(v.name, promoted)],
-                              (v.name, promoted)) for c in combos]
+                own = [c.plus(VertexItem(v.name), self.local[(v.name, choice)],
+                              (v.name, choice)) for c in combos]
                 entries[out] = _best(entries.get(out, []) + own, k)
             table[v.name] = entries
         result = [EMPTY]
@@ -211,7 +246,7 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     beyond, the DP runs with wide top-k lists and keeps consistent merges only."""
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
-    outs = [sorted({promoted_axes(v.labels, p) for p in space.options[v.name]}) for v in shared]
+    outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
     if not shared:
         return space.run_dp(k, {})
     if prod(len(o) for o in outs) <= JOINT_LIMIT:
@@ -227,9 +262,9 @@ def greedy(space: SearchSpace) -> Partial:
     chosen = EMPTY
     for v in space.dag.vertices:
         best = None
-        for promoted in space.options[v.name]:
-            choice = {**dict(chosen.choices), v.name: promoted}
-            items = {**dict(chosen.costs), VertexItem(v.name): space.local[(v.name, promoted)],
+        for option in space.options[v.name]:
+            choice = {**dict(chosen.choices), v.name: option}
+            items = {**dict(chosen.costs), VertexItem(v.name): space.local[(v.name, option)],
                      **space.operand_items(v, choice)}
             cand = Partial.make(choice, items)
             if best is None or cand.total < best.total:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import PlanError
-from ..plan import Plan
+from ..plan import Choice, Plan
 from ..program.dag import Dag
 from .context import OptimizerContext
 from .search import brute_force, dynamic_programming, greedy
@@ -51,7 +51,7 @@ class PlanSpec:
     strategy: str
     argument: str | None = None
 
-    _PINNED = re.compile(r"^[A-Za-z]*(,[A-Za-z]*)*(->[A-Za-z]*)?$")
+    _PINNED = re.compile(r"^([A-Za-z](/[0-9]+)?)*(,([A-Za-z](/[0-9]+)?)*)*(->([A-Za-z](/[0-9]+)?)*)?$")
 
     @classmethod
     def parse(cls, text: str) -> "PlanSpec":
@@ -91,7 +91,7 @@ def candidate_plans(ctx: OptimizerContext, top: int = 3) -> list[Plan]:
     found: list[Plan] = []
     for spec, k in (("rank:1", top), ("greedy", 1), ("relational", 1), ("dense", 1)):
         for plan in plans(ctx, spec, k):
-            same = next((p for p in found if p.promoted == plan.promoted), None)
+            same = next((p for p in found if p.choices == plan.choices), None)
             if same is None:
                 found.append(plan)
             else:
@@ -148,36 +148,48 @@ def _greedy(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]
     return [ctx.to_plan(greedy(ctx.space), "greedy")]
 
 
-def _forced(ctx: OptimizerContext, promoted: dict[str, frozenset[str]], name: str) -> list[Plan]:
-    return [ctx.price(Plan(promoted, name=name))]
+def _forced(ctx: OptimizerContext, choices: dict[str, Choice], name: str) -> list[Plan]:
+    return [ctx.price(Plan(choices, name=name))]
 
 
 @register("relational", "relational", "every label promoted: the classic einsum-to-SQL "
           "translation", ("relational",))
 def _relational(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     _no_argument("relational", argument)
-    return _forced(ctx, {v.name: frozenset(v.all_labels) for v in ctx.dag.vertices}, "relational")
+    return [ctx.price(Plan.promoting(ctx.dag, {v.name: v.all_labels for v in ctx.dag.vertices},
+                                     "relational"))]
 
 
 @register("dense", "dense", "nothing promoted: one tuple per tensor, kernels do all the work",
           ("dense",))
 def _dense(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     _no_argument("dense", argument)
-    return _forced(ctx, {v.name: frozenset() for v in ctx.dag.vertices}, "dense")
+    return [ctx.price(Plan.promoting(ctx.dag, {v.name: () for v in ctx.dag.vertices}, "dense"))]
 
 
-def random_choice(dag: Dag, seed: int) -> dict[str, frozenset[str]]:
-    """Each label of each vertex promoted with probability 1/2."""
+def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
+    """Each label of each vertex promoted, demoted or tiled (a third each); tiled with any
+    size, or with a divisor of the label's size where padded tiles are not allowed."""
     rng = random.Random(seed)
-    return {v.name: frozenset(l for l in v.all_labels if rng.random() < 0.5)
-            for v in dag.vertices}
+    choices = {}
+    for v in ctx.dag.vertices:
+        sizes = ctx.dag.label_sizes(v)
+        tiles = {}
+        for l in v.all_labels:
+            n = sizes[l]
+            sizes_ok = [b for b in range(2, n) if ctx.model.pads_safely(v) or n % b == 0]
+            pick = rng.random()
+            tiles[l] = 1 if pick < 1 / 3 else (rng.choice(sizes_ok) if pick < 2 / 3 and sizes_ok
+                                               else n)
+        choices[v.name] = Choice.of(tiles)
+    return choices
 
 
-@register("random", "random:SEED", "a random valid decomposition (testing)",
+@register("random", "random:SEED", "a random valid decomposition, tiles included (testing)",
           ("random:1", "random:2", "random:3"))
 def _random(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     seed = _integer("random", argument, positive=False)
-    return _forced(ctx, random_choice(ctx.dag, seed), f"random:{seed}")
+    return _forced(ctx, random_choices(ctx, seed), f"random:{seed}")
 
 
 def _brute_examples(ctx: OptimizerContext) -> list[str]:
@@ -195,45 +207,59 @@ def _brute(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     return [ctx.to_plan(p, "brute") for p in brute_force(ctx.space, top)]
 
 
-def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dict[str, frozenset[str]]:
-    """The choice of UCLC subscripts such as ``Ij,jK->IK`` (upper-case labels promoted) for a
-    program of one statement; `label_names` maps a lower-case letter to its label."""
-    names = {v.name.split("~")[0] for v in dag.vertices}
-    if len(names) != 1:
-        raise PlanError("a pinned UCLC plan applies to a program of a single statement; "
-                        f"this one has {len(names)}")
-    status: dict[str, bool] = {}
-    for ch in subscripts:
-        if ch.isalpha() and status.setdefault(ch.lower(), ch.isupper()) != ch.isupper():
-            raise PlanError(f"pinned plan {subscripts!r}: label {ch.lower()} is promoted in one "
-                            "place and demoted in another")
+def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dict[str, Choice]:
+    """The choices of UCLC subscripts such as ``Ij,jK->IK`` or ``I/64j,j->I/64``: every
+    vertex promotes the labels written upper-case, tiles those written ``X/b`` and
+    demotes the others; `label_names` maps a lower-case letter to its label."""
+    status: dict[str, int | None] = {}          # letter -> tile size (None: demoted)
+    for ch, tile in re.findall(r"([A-Za-z])(?:/(\d+))?", subscripts):
+        pinned = None if ch.islower() else (int(tile) if tile else 1)
+        if status.setdefault(ch.lower(), pinned) != pinned:
+            raise PlanError(f"pinned plan {subscripts!r}: label {ch.lower()} has two "
+                            "decompositions")
     if any(label_names.get(k) == "" for k in status):
         raise PlanError(f"pinned plan {subscripts!r} is ambiguous: the expression uses a label "
                         "letter in both cases")
-    promoted = {label_names.get(k, k) for k, up in status.items() if up}
+    tiles = {label_names.get(k, k): b for k, b in status.items()}
     known = {l for v in dag.vertices for l in v.all_labels}
-    named = {label_names.get(k, k) for k in status}
-    if named != known:
+    if set(tiles) != known:
         raise PlanError(f"pinned plan {subscripts!r} does not match the expression's labels "
                         f"{''.join(sorted(known))}")
-    return {v.name: frozenset(l for l in v.all_labels if l in promoted) for v in dag.vertices}
+    choices = {}
+    for v in dag.vertices:
+        sizes = dag.label_sizes(v)
+        for l in v.all_labels:
+            if tiles[l] is not None and not 1 <= tiles[l] <= sizes[l]:
+                raise PlanError(f"pinned plan {subscripts!r}: tile size {tiles[l]} of label "
+                                f"{l} is not between 1 and its size {sizes[l]}")
+        choices[v.name] = Choice.of({l: sizes[l] if tiles[l] is None else tiles[l]
+                                     for l in v.all_labels})
+    return choices
 
 
 def _pinned_examples(ctx: OptimizerContext) -> list[str]:
-    """UCLC subscripts of a random choice, for single-statement programs with letter labels."""
+    """UCLC subscripts of a random decomposition (tiles divide their labels), for
+    programs whose labels are letters."""
     letters = {label: letter for letter, label in ctx.label_names.items() if label}
     labels = list(dict.fromkeys(l for v in ctx.dag.vertices for l in v.all_labels))
-    names = {v.name.split("~")[0] for v in ctx.dag.vertices}
-    if (len(names) != 1 or not labels or "" in ctx.label_names.values()
+    if (not labels or "" in ctx.label_names.values()
             or not all(len(letters.get(l, l)) == 1 for l in labels)):
         return []
-    up = set(random_choice(ctx.dag, 7)[ctx.dag.vertices[0].name])
-    return [",".join(letters.get(l, l).upper() if l in up else letters.get(l, l).lower()
-                     for l in labels) + ","]
+    sizes = {l: n for v in ctx.dag.vertices for l, n in ctx.dag.label_sizes(v).items()}
+    rng, parts = random.Random(7), []
+    for label in labels:
+        letter, n = letters.get(label, label), sizes[label]
+        divisors = [b for b in range(2, n) if n % b == 0]
+        pick = rng.random()
+        parts.append(letter.upper() if pick < 1 / 3 else
+                     f"{letter.upper()}/{rng.choice(divisors)}" if pick < 2 / 3 and divisors
+                     else letter.lower())
+    return [",".join(parts) + ","]
 
 
-@register("pinned", "UCLC subscripts such as 'Ij,jK->IK'", "a pinned decomposition of a "
-          "single-statement program (upper case: promoted)", _pinned_examples)
+@register("pinned", "UCLC subscripts such as 'Ij,jK->IK' or 'I/1024j,j->I/1024'",
+          "a pinned decomposition (upper case: promoted; X/b: tiled by b; lower case: "
+          "demoted), the same in every statement", _pinned_examples)
 def _pinned(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
     return _forced(ctx, pinned_choice(ctx.dag, argument or "", ctx.label_names),
                    f"pinned:{argument}")

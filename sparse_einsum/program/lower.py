@@ -2,17 +2,20 @@
 
 A statement whose right side is a product of tensor references (and constants)
 summed over its free labels is split along an opt_einsum contraction path, so
-that sums are pushed down. Any other expression becomes one vertex per operator,
-with the statement's aggregate applied at the root.
+that sums are pushed down; a summed sum or difference of terms is split into one
+such sum per term. Any other expression becomes one vertex per operator, with the
+statement's aggregate applied at the root.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from math import prod
 
 import opt_einsum
 
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
-from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_refs
+from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -25,6 +28,15 @@ def lower(program: Program, shapes: dict[str, tuple[int, ...]]) -> Dag:
     return dag
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where a lowered expression goes: its labels, its aggregate, and whether it is the
+    statement's own tensor."""
+    labels: tuple[str, ...]
+    agg: str
+    final: bool
+
+
 class _Lowerer:
     def __init__(self, dag: Dag, st: Statement):
         self.dag, self.st, self.count = dag, st, 0
@@ -34,19 +46,57 @@ class _Lowerer:
 
     def run(self) -> None:
         st = self.st
-        factors = _product_factors(st.expr)
-        if factors is not None and st.agg == "sum":
+        terms = _signed_terms(st.expr)
+        summed = [l for l in expr_labels(st.expr) if l not in st.out_labels]
+        if st.agg == "sum" and summed and len(terms) > 1:
+            self._sum_of_terms(terms, summed)
+        else:
+            self._value(st.expr, _Target(st.out_labels, st.agg, final=True))
+
+    def _value(self, expr: Expr, target: _Target) -> Operand:
+        """Lower `expr`, aggregated onto the target's labels."""
+        factors = _product_factors(expr)
+        if factors is not None and target.agg == "sum":
             refs, const = factors
             if len(refs) >= 3 or (len(refs) == 2 and const == 1.0):
-                self._contract(refs, const)
-                return
-        operand = self._lower(st.expr, root=True)
-        if operand is not None:   # the root was a plain reference or folded away
-            self._emit(st.out_labels, "id", st.agg, (operand,), final=True)
+                return self._contract(refs, const, target)
+        operand = self._lower(expr, target)
+        if isinstance(operand, _Root):
+            return operand.operand
+        return self._emit(target.labels, "id", target.agg, (operand,), target.final)
+
+    def _sum_of_terms(self, terms: list[tuple[int, Expr]], summed: list[str]) -> None:
+        """sum(t1 + t2 - t3) as sum(t1) + sum(t2) - sum(t3): each term contracts on its
+        own (a term without a summed label counts once per index of that label)."""
+        st = self.st
+        const, parts = 0.0, []
+        for sign, term in terms:
+            if isinstance(term, Const):
+                const += sign * term.value * prod(self.sizes[l] for l in summed)
+                continue
+            own = expr_labels(term)
+            value = self._value(term, _Target(tuple(l for l in st.out_labels if l in own),
+                                              "sum", final=False))
+            repeats = prod(self.sizes[l] for l in summed if l not in own)
+            if repeats != 1:
+                value = self._emit(value.labels, with_constant("mulc", repeats), "sum",
+                                   (value,), final=False)
+            parts.append((sign, value))
+        total = parts[0][1] if parts[0][0] > 0 else self._emit(
+            parts[0][1].labels, "neg", "sum", (parts[0][1],), final=False)
+        for k, (sign, value) in enumerate(parts[1:], 2):
+            last = k == len(parts) and const == 0.0
+            labels = st.out_labels if last else tuple(
+                l for l in st.out_labels if l in total.labels or l in value.labels)
+            total = self._emit(labels, "add" if sign > 0 else "sub", "sum", (total, value), last)
+        if const != 0.0:
+            self._emit(st.out_labels, with_constant("addc", const), "sum", (total,), final=True)
+        elif len(parts) == 1:
+            self._emit(st.out_labels, "id", "sum", (total,), final=True)
 
     # -- general expressions ------------------------------------------------
-    def _lower(self, expr: Expr, root: bool) -> Operand | None:
-        """Lower `expr`; at the root the last vertex is the statement's own (returns None)."""
+    def _lower(self, expr: Expr, root: _Target | None) -> "Operand | _Root":
+        """Lower `expr`; at the root (a target given) the last vertex is the target's."""
         if isinstance(expr, Ref):
             return Operand(expr.name, expr.labels)
         if isinstance(expr, Const):
@@ -56,7 +106,7 @@ class _Lowerer:
             if isinstance(expr.arg, Const):
                 raise ProgramError(f"{expr.fn}() of a constant: write the number instead",
                                    line=self.st.line)
-            inner = self._lower(expr.arg, root=False)
+            inner = self._lower(expr.arg, None)
             return self._node((inner,), expr.fn, root)
         assert isinstance(expr, Binary)
         if isinstance(expr.left, Const) and isinstance(expr.right, Const):
@@ -64,19 +114,19 @@ class _Lowerer:
                                line=self.st.line)
         op = BY_SYMBOL[expr.op]
         if isinstance(expr.right, Const):      # x OP c
-            inner = self._lower(expr.left, root=False)
+            inner = self._lower(expr.left, None)
             return self._node((inner,), with_constant(op.with_constant[0], expr.right.value), root)
         if isinstance(expr.left, Const):       # c OP x
-            inner = self._lower(expr.right, root=False)
+            inner = self._lower(expr.right, None)
             return self._node((inner,), with_constant(op.with_constant[1], expr.left.value), root)
-        left = self._lower(expr.left, root=False)
-        right = self._lower(expr.right, root=False)
+        left = self._lower(expr.left, None)
+        right = self._lower(expr.right, None)
         return self._node((left, right), op.name, root)
 
-    def _node(self, operands: tuple[Operand, ...], op: str, root: bool) -> Operand | None:
-        if root:
-            self._emit(self.st.out_labels, op, self.st.agg, operands, final=True)
-            return None
+    def _node(self, operands: tuple[Operand, ...], op: str, root: _Target | None
+              ) -> "Operand | _Root":
+        if root is not None:
+            return _Root(self._emit(root.labels, op, root.agg, operands, root.final))
         labels = tuple(dict.fromkeys(l for o in operands for l in o.labels))
         return self._emit(labels, op, "sum", operands, final=False)
 
@@ -91,27 +141,42 @@ class _Lowerer:
                             tuple(self.sizes[l] for l in labels))
 
     # -- products: contraction path ----------------------------------------
-    def _contract(self, refs: list[Ref], const: float) -> None:
-        st = self.st
+    def _contract(self, refs: list[Ref], const: float, target: _Target) -> Operand:
         operands = [Operand(r.name, r.labels) for r in refs]
         shapes = [self.dag.shapes[r.name] for r in refs]
         letters = _letters(self.sizes)
         terms = ["".join(letters[l] for l in o.labels) for o in operands]
-        out_term = "".join(letters[l] for l in st.out_labels)
+        out_term = "".join(letters[l] for l in target.labels)
         path, _ = opt_einsum.contract_path(f"{','.join(terms)}->{out_term}", *shapes,
                                            shapes=True, optimize="auto")
         for step, (i, j) in enumerate(sorted(pair) for pair in path):
             right, left = operands.pop(j), operands.pop(i)
             last = step == len(path) - 1
             if last and const == 1.0:
-                self._emit(st.out_labels, "mul", "sum", (left, right), final=True)
-                return
-            needed = set(st.out_labels).union(*(o.labels for o in operands))
+                return self._emit(target.labels, "mul", "sum", (left, right), target.final)
+            needed = set(target.labels).union(*(o.labels for o in operands))
             labels = tuple(l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
             if last:
-                labels = st.out_labels
+                labels = target.labels
             operands.append(self._emit(labels, "mul", "sum", (left, right), final=False))
-        self._emit(st.out_labels, with_constant("mulc", const), "sum", (operands[0],), final=True)
+        return self._emit(target.labels, with_constant("mulc", const), "sum", (operands[0],),
+                          target.final)
+
+
+@dataclass(frozen=True)
+class _Root:
+    """The target's vertex, emitted by the lowering of an expression's root."""
+    operand: Operand
+
+
+def _signed_terms(expr: Expr) -> list[tuple[int, Expr]]:
+    """The terms of a sum/difference at the top of an expression, with their signs."""
+    if isinstance(expr, Binary) and expr.op in "+-":
+        right = _signed_terms(expr.right)
+        if expr.op == "-":
+            right = [(-sign, term) for sign, term in right]
+        return _signed_terms(expr.left) + right
+    return [(1, expr)]
 
 
 def _letters(sizes: dict[str, int]) -> dict[str, str]:

@@ -34,6 +34,8 @@ class Op:
     c: str = ""                              # C expression of x, y and c
     symbol: str = ""                         # binary: the program's operator
     with_constant: tuple[str, str] = ("", "")  # binary: const ops for (x OP c, c OP x)
+    bound: Callable[[float, float, float], float] = lambda a, b, c: INF   # of |f| from |x|, |y|, |c|
+    keeps_finite: bool = False               # finite arguments give a finite result
 
     def sql_template(self, dialect: str) -> str | None:
         return self.sql_by_dialect.get(dialect, self.sql)
@@ -41,6 +43,9 @@ class Op:
 
 _POSTGRES_KERNEL = {"postgres": None}    # PostgreSQL raises where IEEE gives inf or nan
 _DIVISION_KERNEL = {"postgres": None, "spark": None}    # Spark: an error or NULL on x / 0
+INF = float("inf")
+_SAME = dict(bound=lambda a, b, c: a, keeps_finite=True)
+_UNIT = dict(bound=lambda a, b, c: 1.0, keeps_finite=True)
 
 
 def _table(*ops: Op) -> dict[str, Op]:
@@ -50,18 +55,18 @@ def _table(*ops: Op) -> dict[str, Op]:
 OPS: dict[str, Op] = _table(
     # binary operators, in the order of the C kernels' operation codes
     Op("mul", BINARY, np.multiply, "{a} * {b}", "({a} * {b})", c="x * y", symbol="*",
-       with_constant=("mulc", "mulc")),
+       with_constant=("mulc", "mulc"), bound=lambda a, b, c: a * b, keeps_finite=True),
     Op("add", BINARY, np.add, "{a} + {b}", "({a} + {b})", c="x + y", symbol="+",
-       with_constant=("addc", "addc")),
+       with_constant=("addc", "addc"), bound=lambda a, b, c: a + b, keeps_finite=True),
     Op("sub", BINARY, np.subtract, "{a} - {b}", "({a} - {b})", c="x - y", symbol="-",
-       with_constant=("subc", "rsubc")),
+       with_constant=("subc", "rsubc"), bound=lambda a, b, c: a + b, keeps_finite=True),
     Op("div", BINARY, np.divide, "{a} / {b}", "({a} / {b})", _DIVISION_KERNEL, c="x / y",
        symbol="/", with_constant=("divc", "rdivc")),
     # unary functions (id is internal: a statement that only renames or aggregates)
-    Op("id", UNARY, lambda x: x, "{x}", "{x}", c="x"),
-    Op("neg", UNARY, np.negative, "neg({x})", "(-{x})", c="-x"),
-    Op("relu", UNARY, lambda x: np.maximum(x, 0.0), "relu({x})", "greatest({x}, 0.0)",
-       c="(x < 0.0 ? 0.0 : x)"),
+    Op("id", UNARY, lambda x: x, "{x}", "{x}", c="x", **_SAME),
+    Op("neg", UNARY, np.negative, "neg({x})", "(-{x})", c="-x", **_SAME),
+    Op("relu", UNARY, lambda x: np.maximum(x, 0), "relu({x})", "greatest({x}, 0)",
+       c="(x < 0.0 ? 0.0 : x)", **_SAME),
     Op("exp", UNARY, np.exp, "exp({x})", "exp({x})", _POSTGRES_KERNEL, c="exp(x)"),
     Op("log", UNARY, np.log, "log({x})", "ln({x})",
        {"postgres": None, "spark": None,     # Spark: NULL for x <= 0
@@ -71,23 +76,30 @@ OPS: dict[str, Op] = _table(
        {"postgres": None, "duckdb-builtin": "(CASE WHEN {x} >= 0 THEN sqrt({x}) "
         "ELSE CAST('nan' AS DOUBLE) END)"}, c="sqrt(x)"),
     Op("sigmoid", UNARY, expit, "sigmoid({x})", "(1.0 / (1.0 + exp(-{x})))", _POSTGRES_KERNEL,
-       c="1.0 / (1.0 + exp(-x))"),
-    Op("tanh", UNARY, np.tanh, "tanh({x})", "tanh({x})", _POSTGRES_KERNEL, c="tanh(x)"),
-    Op("abs", UNARY, np.abs, "abs({x})", "abs({x})", c="fabs(x)"),
+       c="1.0 / (1.0 + exp(-x))", **_UNIT),
+    Op("tanh", UNARY, np.tanh, "tanh({x})", "tanh({x})", _POSTGRES_KERNEL, c="tanh(x)", **_UNIT),
+    Op("abs", UNARY, np.abs, "abs({x})", "abs({x})", c="fabs(x)", **_SAME),
     # unary operations with a constant c (from `x * 2`, `1 - x`, aggregates' zeros)
-    Op("mulc", CONSTANT, lambda x, c: x * c, "{x} * {c}", "({x} * {c})", c="x * c"),
-    Op("addc", CONSTANT, lambda x, c: x + c, "{x} + {c}", "({x} + {c})", c="x + c"),
-    Op("subc", CONSTANT, lambda x, c: x - c, "{x} - {c}", "({x} - {c})", c="x - c"),
-    Op("rsubc", CONSTANT, lambda x, c: c - x, "{c} - {x}", "({c} - {x})", c="c - x"),
+    Op("mulc", CONSTANT, lambda x, c: x * c, "{x} * {c}", "({x} * {c})", c="x * c",
+       bound=lambda a, b, c: a * c, keeps_finite=True),
+    Op("addc", CONSTANT, lambda x, c: x + c, "{x} + {c}", "({x} + {c})", c="x + c",
+       bound=lambda a, b, c: a + c, keeps_finite=True),
+    Op("subc", CONSTANT, lambda x, c: x - c, "{x} - {c}", "({x} - {c})", c="x - c",
+       bound=lambda a, b, c: a + c, keeps_finite=True),
+    Op("rsubc", CONSTANT, lambda x, c: c - x, "{c} - {x}", "({c} - {x})", c="c - x",
+       bound=lambda a, b, c: a + c, keeps_finite=True),
     Op("divc", CONSTANT, lambda x, c: x / c, "{x} / {c}", "({x} / {c})", _DIVISION_KERNEL,
        c="x / c"),
     Op("rdivc", CONSTANT, lambda x, c: c / x, "{c} / {x}", "({c} / {x})", _DIVISION_KERNEL,
        c="c / x"),
     Op("maxc", CONSTANT, np.maximum, "max({x}, {c})", "greatest({x}, {c})",
-       c="((x > c || isnan(x)) ? x : c)"),
+       c="((x > c || isnan(x)) ? x : c)", bound=lambda a, b, c: max(a, c), keeps_finite=True),
     Op("minc", CONSTANT, np.minimum, "min({x}, {c})", "least({x}, {c})",
-       {"spark": None},                   # Spark's least() skips NaN
-       c="((x < c || isnan(x)) ? x : c)"),
+       {"duckdb": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
+        "duckdb-builtin": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
+        "spark": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
+        "postgres": "CASE WHEN {x} = 'NaN'::float8 THEN {x} ELSE least({x}, {c}) END"},
+       c="((x < c || isnan(x)) ? x : c)", bound=lambda a, b, c: max(a, c), keeps_finite=True),
     Op("powc", CONSTANT, np.power, "{x} ** {c}", "power({x}, {c})", _POSTGRES_KERNEL,
        c="pow(x, c)"),
 )
@@ -128,6 +140,18 @@ def numpy_function(code: str) -> Callable:
     if op.kind == CONSTANT:
         return lambda x: op.numpy(x, c)
     return op.numpy
+
+
+def value_bound(code: str, a: float, b: float = 0.0) -> float:
+    """A bound on |f| given bounds on the arguments' absolute values."""
+    op, c = split_code(code)
+    return op.bound(a, b, abs(c) if c is not None else 0.0)
+
+
+def keeps_finite(code: str) -> bool:
+    """Finite arguments give a finite result (NaN and inf cannot appear)."""
+    op, c = split_code(code)
+    return op.keeps_finite and (c is None or bool(np.isfinite(c)))
 
 
 def preserves_zero(code: str) -> bool:

@@ -12,7 +12,9 @@ from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..plan import Plan
+from ..tiling import Tiling, key_range, payload_axes, render
 from ..program.dag import Dag, Vertex
+from ..program.ops import AGGREGATES
 from .dialect import Dialect
 from .steps import Step, StepBuilder, TableRelation
 
@@ -26,14 +28,17 @@ class CompiledPlan:
 
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
-                 relational_outputs: bool = False) -> CompiledPlan:
+                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset()
+                 ) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
     others loaded. With `relational_outputs`, every output ends fully promoted (one key
-    column per label, as compiled jobs write them)."""
-    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary)
+    column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
+    (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
+    0 * NaN is NaN."""
+    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
     compiler.compile()
     if relational_outputs:
-        outputs = {n: compiler.relation(n, tuple(range(len(dag.shapes[n])))) for n in dag.outputs}
+        outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs}
     else:
         outputs = compiler.outputs()
     return CompiledPlan(compiler.steps, outputs)
@@ -44,49 +49,50 @@ class Compiler:
     `temporary` makes every intermediate a TEMP table (compiled jobs)."""
 
     def __init__(self, dag: Dag, plan: Plan, dialect: Dialect, prefix: str | None = None,
-                 stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False):
+                 stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False,
+                 nonfinite: frozenset[str] = frozenset()):
         self.dag, self.plan, self.d = dag, plan, dialect
-        self.temporary = temporary
+        self.temporary, self.nonfinite = temporary, nonfinite
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"
         self.steps: list[Step] = []
-        self.relations: dict[tuple[str, tuple[int, ...]], TableRelation] = {}
+        self.relations: dict[tuple[str, Tiling], TableRelation] = {}
         self.stored = stored_inputs or {}
         self._tables = 0
         self._kernels = [0]
 
     # -- relations ----------------------------------------------------------
-    def _new_rel(self, tensor: str, axes: tuple[int, ...]) -> TableRelation:
+    def _new_rel(self, tensor: str, tiling: Tiling) -> TableRelation:
         self._tables += 1
-        labels = self.dag.labels_of(tensor)
         return TableRelation(table=f"{self.prefix}_t{self._tables}", tensor=tensor,
-                       shape=self.dag.shapes[tensor], axes=tuple(sorted(axes)),
-                       columns=tuple(labels[a] for a in sorted(axes)))
+                             shape=self.dag.shapes[tensor], tiling=tiling,
+                             labels=self.dag.labels_of(tensor))
 
-    def relation(self, tensor: str, axes: tuple[int, ...]) -> TableRelation:
-        """The relation of `tensor` decomposed by `axes`, loading or repartitioning as needed."""
-        key = (tensor, tuple(sorted(axes)))
+    def relation(self, tensor: str, tiling: Tiling) -> TableRelation:
+        """The relation of `tensor` tiled by `tiling`, loading or repartitioning as needed."""
+        key = (tensor, tiling)
         if key in self.relations:
             return self.relations[key]
         if tensor in self.dag.inputs and tensor not in self.stored:
-            rel = self._new_rel(tensor, key[1])
+            rel = self._new_rel(tensor, tiling)
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
         else:
-            have = self.stored[tensor].axes if tensor in self.stored else \
-                self.plan.output_axes(self.dag.vertex(tensor))
-            rel = self._repartition(self.relation(tensor, have), key[1])
+            have = self.stored[tensor].tiling if tensor in self.stored else \
+                self.plan.output_tiling(self.dag.vertex(tensor))
+            rel = self._repartition(self.relation(tensor, have), tiling)
         self.relations[key] = rel
         return rel
 
     def compile(self) -> list[Step]:
         for tensor, rel in self.stored.items():
-            self.relations[(tensor, rel.axes)] = rel
+            self.relations[(tensor, rel.tiling)] = rel
         for v in self.dag.vertices:
-            inputs = [self.relation(o.tensor, self.plan.operand_axes(v, o)) for o in v.operands]
-            out = self._new_rel(v.name, self.plan.output_axes(v))
+            inputs = [self.relation(o.tensor, self.plan.operand_tiling(v, o)) for o in v.operands]
+            out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
             sql = self._vertex_sql(v, inputs, out, builder)
-            self.steps.append(Step("sql", out, sql, builder.kernels, self.plan.uclc(v), v.name))
-            self.relations[(v.name, out.axes)] = out
+            self.steps.append(Step("sql", out, sql, builder.kernels,
+                                   self.plan.uclc(self.dag, v), v.name))
+            self.relations[(v.name, out.tiling)] = out
         return self.steps
 
     def _create(self, table: str, select: str) -> str:
@@ -96,18 +102,20 @@ class Compiler:
         result = {}
         for name in self.dag.outputs:
             if name in self.dag.inputs:
-                result[name] = self.relation(name, ())
+                result[name] = self.relation(name, self.dag.shapes[name])
             else:
-                result[name] = self.relation(name, self.plan.output_axes(self.dag.vertex(name)))
+                result[name] = self.relation(name, self.plan.output_tiling(self.dag.vertex(name)))
         return result
 
     # -- one vertex ---------------------------------------------------------
     def _vertex_sql(self, v: Vertex, inputs: list[TableRelation], out: TableRelation, b: StepBuilder) -> str:
         d, q = self.d, self.d.q
-        up = self.plan.promoted_labels(v)
-        sizes = self.dag.label_sizes(v)
+        choice, sizes = self.plan.choices[v.name], self.dag.label_sizes(v)
+        up = self.plan.keyed(self.dag, v)
+        ranges = {l: key_range(choice.tile(l), sizes[l]) for l in up}
         aliases = [f"u{k}" for k in range(len(inputs))]
-        constant = self._constant_operand(v, inputs)
+        domain, spread = self._domain_kind(v)
+        constant = self._constant_operand(v, inputs) if domain == "join" else None
         joined = [k for k in range(len(inputs)) if k != constant]
 
         # where each promoted label comes from, and the equalities it imposes
@@ -124,7 +132,7 @@ class Compiler:
                     source[label] = col
         promoted = [l for l in v.all_labels if l in up]
 
-        if v.annihilates:
+        if domain == "join":
             first = joined[0]
             frm = f"{q(inputs[first].table)} AS {aliases[first]}"
             where = list(conds[first])
@@ -132,12 +140,10 @@ class Compiler:
                 on = " AND ".join(conds[k]) if conds[k] else "TRUE"
                 frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
             values = [f"{aliases[k]}.val" for k in joined]
-            full_domain = False
         else:
-            frm, where, values, source = self._domain(v, inputs, aliases, promoted, sizes)
-            full_domain = True
+            frm, where, values, source = self._domain(v, inputs, aliases, promoted, ranges, spread)
 
-        spec = vertex_kernel(v, sizes, up)
+        spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in joined]
         if not any(lists) and not spec.out_dims and not spec.dims:
             value = (d.scalar_binary(v.op, *values) if v.is_binary
@@ -145,26 +151,36 @@ class Compiler:
         else:
             value = d.kernel(b, spec, values, lists,
                              None if constant is None else (constant, inputs[constant]))
-        keys = [f"{source[l]} AS {q(l)}" for l in v.labels if l in up]
-        key_names = [q(l) for l in v.labels if l in up]
+        keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
+        key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""
         inner = f"SELECT {', '.join(keys + [value + ' AS val'])} FROM {frm}{where_sql}"
         agg_promoted = [l for l in v.agg_labels if l in up]
         if not agg_promoted:
             return self._create(out.table, inner)
-        expected = 1 if (full_domain or v.agg == "sum") else prod(sizes[l] for l in agg_promoted)
+        expected = 1 if (domain == "full" or v.agg == "sum") else prod(ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if out.is_scalar:
-            agg_value = f"{v.agg}(val)"
+            agg_value = d.scalar_aggregate(v.agg, "val")
             if expected > 1:
-                zero_op = "maxc:0.0" if v.agg == "max" else "minc:0.0"
-                agg_value = (f"CASE WHEN count(*) < {expected} THEN "
-                             f"{d.scalar_unary(zero_op, agg_value)} ELSE {agg_value} END")
+                clip = d.scalar_unary(AGGREGATES[v.agg].clip_zero, agg_value)
+                agg_value = f"CASE WHEN count(*) < {expected} THEN {clip} ELSE {agg_value} END"
         else:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
         return self._create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
+
+    def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
+        """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
+        operand gives zero), ``union`` (every key of the operands listed, crossed with the
+        other labels' ranges: where the result can be non-zero) or ``full`` (every key)."""
+        if v.annihilates:
+            wild = [k for k, o in enumerate(v.operands) if o.tensor in self.nonfinite]
+            return ("union", wild) if wild and v.is_binary else ("join", [])
+        if not v.is_binary or v.op == "div":
+            return "full", []
+        return "union", [0, 1]
 
     def _constant_operand(self, v: Vertex, inputs: list[TableRelation]) -> int | None:
         """The operand of a product that is one array tuple joined to keyed tuples: it is
@@ -172,18 +188,19 @@ class Compiler:
         if not (self.d.broadcast_constants and v.is_binary and v.op == "mul"):
             return None
         for k in (1, 0):
-            if not inputs[k].axes and not inputs[k].is_scalar and inputs[1 - k].axes:
+            if not inputs[k].keyed and not inputs[k].is_scalar and inputs[1 - k].keyed:
                 return k
         return None
 
     def _domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
-                promoted: list[str], sizes: dict[str, int]):
-        """FROM clause over every key where a non-annihilating op can be non-zero."""
+                promoted: list[str], ranges: dict[str, int], spread: list[int]):
+        """FROM clause over the keys of a ``union`` domain (of the operands in `spread`) or
+        of a ``full`` one (`spread` empty), the operands LEFT JOINed with zeros filled in."""
         d, q = self.d, self.d.q
         col = {l: f"k{n}" for n, l in enumerate(promoted)}
 
-        def ranges(labels: list[str]) -> list[str]:
-            return [d.range_from(sizes[l], col[l]) for l in labels]
+        def spans(labels: list[str]) -> list[str]:
+            return [d.range_from(ranges[l], col[l]) for l in labels]
 
         def keys_of(k: int) -> tuple[list[str], list[str]]:
             operand, rel = v.operands[k], inputs[k]
@@ -199,21 +216,21 @@ class Compiler:
             return [f"{c} AS {col[l]}" for l, c in seen.items()], where
 
         own = [[l for l in promoted if l in v.operands[k].labels] for k in range(len(inputs))]
-        if not v.is_binary or v.op == "div":
+        if not spread:
             domain_labels = promoted if v.is_binary else own[0]
-            parts = ranges(domain_labels)
+            parts = spans(domain_labels)
             domain = ("(SELECT " + ", ".join(col[l] for l in domain_labels) + " FROM "
                       + " CROSS JOIN ".join(parts) + ")") if parts else "(SELECT 1 AS one)"
         else:
             selects = []
-            for k in range(2):
+            for k in spread:
                 key_cols, where = keys_of(k)
                 other = [l for l in promoted if l not in own[k]]
                 cols = [col[l] for l in promoted]
                 inner_cols = ", ".join(key_cols) if key_cols else "1 AS one"
                 sub = f"(SELECT {inner_cols} FROM {q(inputs[k].table)}"
                 sub += (f" WHERE {' AND '.join(where)})" if where else ")") + f" AS s{k}"
-                frm = " CROSS JOIN ".join([sub] + ranges(other))
+                frm = " CROSS JOIN ".join([sub] + spans(other))
                 selects.append(f"SELECT {', '.join(cols) if cols else '1 AS one'} FROM {frm}")
             domain = f"({' UNION '.join(selects)})"
         frm = f"{domain} AS dom"
@@ -227,52 +244,66 @@ class Compiler:
         return frm, [], values, source
 
     # -- repartition --------------------------------------------------------
-    def _repartition(self, rel: TableRelation, target: tuple[int, ...]) -> TableRelation:
-        """Decompose on the union of promoted axes, then stack back (section 6)."""
-        union = tuple(sorted(set(rel.axes) | set(target)))
-        if union != rel.axes:
-            rel = self._decompose(rel, union)
-            self.relations[(rel.tensor, rel.axes)] = rel
-        if union != tuple(target):
-            rel = self._stack(rel, tuple(target))
+    def _repartition(self, rel: TableRelation, target: Tiling) -> TableRelation:
+        """Explode the axes whose tile size changes into one key per index, then stack
+        them into the target's tiles (section 6, at any tile size)."""
+        middle = tuple(h if h == t else 1 for h, t in zip(rel.tiling, target))
+        if middle != rel.tiling:
+            rel = self._explode(rel, middle)
+            self.relations[(rel.tensor, rel.tiling)] = rel
+        if middle != target:
+            rel = self._stack(rel, target)
         return rel
 
-    def _decompose(self, rel: TableRelation, union: tuple[int, ...]) -> TableRelation:
-        """Split each value along the newly promoted axes; drop all-zero pieces."""
+    def _explode(self, rel: TableRelation, middle: Tiling) -> TableRelation:
+        """Split each payload along the axes that become keys; drop all-zero pieces (the
+        padding of edge tiles among them)."""
         d, q = self.d, self.d.q
-        new = tuple(a for a in union if a not in rel.axes)
-        out = self._new_rel(rel.tensor, union)
-        spec = take_spec(rel.shape, rel.axes, new)
+        new = tuple(a for a in payload_axes(rel.tiling) if middle[a] == 1)
+        out = self._new_rel(rel.tensor, middle)
+        spec = take_spec(rel.tiling, new)
         b = StepBuilder(self.prefix, self._kernels)
-        kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.axes]
+        kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
+        kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
         pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
-        steps = [prod(spec.new_dims[k + 1:]) for k in range(len(new))]
-        keys = [q(out.column(a)) if a in rel.axes else
-                f"{d.idiv('p', s)} % {rel.shape[a]} AS {q(out.column(a))}"
-                for a, s in zip(union, [steps[new.index(a)] if a in new else 0 for a in union])]
+        keys = []
+        for a in out.keyed:
+            if a not in new:
+                keys.append(q(out.column(a)))
+                continue
+            k = new.index(a)
+            offset = f"{d.idiv('p', prod(spec.new_dims[k + 1:]))} % {rel.tiling[a]}"
+            if a in rel.keyed:                       # a tile: its key, times the tile size
+                offset = f"{q('t_' + out.column(a))} * {rel.tiling[a]} + {offset}"
+            keys.append(f"{offset} AS {q(out.column(a))}")
         sql = self._create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
-                                  "WHERE val IS NOT NULL" + ("" if spec.sub_dims else " AND val <> 0"))
+                                      "WHERE val IS NOT NULL" + ("" if spec.sub_dims else
+                                                                 " AND val <> 0"))
         self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"decompose {rel.tensor} by {self._axes_label(rel.tensor, union)}"))
+                               f"explode {self._tiling_label(rel.tensor, middle)}"))
         return out
 
-    def _stack(self, rel: TableRelation, target: tuple[int, ...]) -> TableRelation:
+    def _stack(self, rel: TableRelation, target: Tiling) -> TableRelation:
+        """Group the promoted axes that get a payload in `target` into its tiles."""
         d, q = self.d, self.d.q
-        moved = tuple(a for a in rel.axes if a not in target)
+        moved = tuple(a for a in rel.keyed if rel.tiling[a] == 1 and target[a] > 1)
         out = self._new_rel(rel.tensor, target)
-        spec = stack_spec(rel.shape, rel.axes, moved)
+        spec = stack_spec(rel.tiling, target, moved)
         b = StepBuilder(self.prefix, self._kernels)
         steps = [prod(spec.new_dims[k + 1:]) for k in range(len(moved))]
-        position = " + ".join(f"{q(rel.column(a))} * {s}" for a, s in zip(moved, steps))
+        offsets = [f"{q(rel.column(a))} % {target[a]}" if a in out.keyed else q(rel.column(a))
+                   for a in moved]
+        position = " + ".join(f"({o}) * {s}" for o, s in zip(offsets, steps))
         value = d.stack(b, spec, "val", f"({position})", not rel.is_scalar)
-        keys = [q(out.column(a)) for a in target]
-        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        keys = [f"{d.idiv(q(rel.column(a)), target[a])} AS {q(out.column(a))}" if a in moved
+                else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
+        group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
         sql = self._create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
-                                  f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
+                                      f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
         self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"stack {rel.tensor} to {self._axes_label(rel.tensor, target)}"))
+                               f"stack {self._tiling_label(rel.tensor, target)}"))
         return out
 
-    def _axes_label(self, tensor: str, axes: tuple[int, ...]) -> str:
-        labels = self.dag.labels_of(tensor)
-        return f"{tensor}[{','.join(l.upper() if a in axes else l for a, l in enumerate(labels))}]"
+    def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
+        labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
+        return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"

@@ -26,6 +26,15 @@ class Dialect:
     double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
     zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"
     zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
+    finite_sql: ClassVar[str] = "isfinite({x})"   # neither NaN nor inf
+    isnan_sql: ClassVar[str] = "isnan({x})"
+
+    def __init__(self, integers: bool = False):
+        self.integers = integers      # values are BIGINT (exact integers) instead of doubles
+
+    def variant(self, integers: bool) -> "Dialect":
+        """This dialect with BIGINT or double values."""
+        return self if integers == self.integers else type(self)(integers=integers)
     broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
     max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
 
@@ -33,6 +42,10 @@ class Dialect:
         return '"' + ident.replace('"', '""') + '"'
 
     def num(self, c: float) -> str:
+        if self.integers:
+            if c != int(c):
+                raise PlanError(f"the constant {c} makes integer values fractional")
+            return f"CAST({int(c)} AS BIGINT)"
         return f"CAST('{float(c)!r}' AS {self.double_sql})"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
@@ -43,7 +56,22 @@ class Dialect:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)
 
     def zero(self, size: int | None) -> str:
-        return self.zero_sql if size is None else self.zero_array_sql.format(size=int(size))
+        if size is None:
+            return "CAST(0 AS BIGINT)" if self.integers else self.zero_sql
+        return self.zero_array_sql.format(size=int(size))
+
+    def scalar_aggregate(self, agg: str, x: str) -> str:
+        """AGG over scalar values: sums of BIGINT stay BIGINT; min sees NaN as NumPy does
+        (the engines order NaN above every number, so max finds it)."""
+        if agg == "sum":
+            return f"CAST(sum({x}) AS BIGINT)" if self.integers else f"sum({x})"
+        if agg == "min" and not self.integers:
+            return self.nan_min(f"min({x})", f"max({x})")
+        return f"{agg}({x})"
+
+    def nan_min(self, low: str, high: str) -> str:
+        """The minimum `low`, or NaN when the maximum `high` of the same values is NaN."""
+        return f"(CASE WHEN {self.isnan_sql.format(x=high)} THEN {high} ELSE {low} END)"
 
     def idiv(self, a: str, b: int) -> str:
         return self.int_division.format(a=a, b=int(b))

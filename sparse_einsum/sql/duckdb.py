@@ -19,6 +19,7 @@ from math import prod
 
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
+from ..program.ops import AGGREGATES
 from .dialect import Dialect
 from .steps import StepBuilder, TableRelation
 
@@ -51,15 +52,6 @@ def file_scan(path: str, file_format: str) -> str:
     return f"{reader}('{path.replace(chr(39), chr(39) * 2)}')"
 
 
-def with_missing_zeros(result: str, agg: str, count: str | None, expected: int) -> str:
-    """max/min of a group that has fewer tuples than expected also sees the missing zeros."""
-    if count is None:
-        return result
-    fn = "greatest" if agg == "max" else "least"
-    return (f"CASE WHEN {count} < {expected} THEN "
-            f"list_transform({result}, lambda x: {fn}(x, 0.0)) ELSE {result} END")
-
-
 def _scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
     """Position of the vector when the kernel is vector * scalar in the vector's order."""
     if spec.op != "mul" or spec.arity != 2 or spec.n_out != len(spec.dims) or sum(lists) != 1:
@@ -76,10 +68,20 @@ class _DuckDBSQL(Dialect):
     zero_sql = _ZERO
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
 
+    def with_missing_zeros(self, result: str, agg: str, count: str | None, expected: int
+                           ) -> str:
+        """max/min of a group that has fewer tuples than expected also sees the missing zeros."""
+        if count is None:
+            return result
+        clip = self.scalar_unary(AGGREGATES[agg].clip_zero, "x")
+        return (f"CASE WHEN {count} < {expected} THEN "
+                f"list_transform({result}, lambda x: {clip}) ELSE {result} END")
+
     def wide_aggregate(self, agg: str, value: str, size: int, count: str | None,
                        expected: int) -> str:
-        wide = "list_value(" + ", ".join(f"{agg}({value}[{k + 1}])" for k in range(size)) + ")"
-        return with_missing_zeros(wide, agg, count, expected)
+        wide = "list_value(" + ", ".join(self.scalar_aggregate(agg, f"{value}[{k + 1}]")
+                                         for k in range(size)) + ")"
+        return self.with_missing_zeros(wide, agg, count, expected)
 
 
 class DuckDBDialect(_DuckDBSQL):
@@ -148,8 +150,8 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         body = (self.scalar_binary(spec.op, *elements) if spec.arity == 2
                 else self.scalar_unary(spec.op, elements[0]))
         if red_dims:
-            body = (f"list_{spec.agg}(list_transform(range({prod(red_dims)}), "
-                    f"lambda se_r: {body}))")
+            body = self._list_aggregate(spec.agg, f"list_transform(range({prod(red_dims)}), "
+                                                  f"lambda se_r: {body})")
         if out_dims:
             body = f"list_transform(range({spec.out_size}), lambda se_o: {body})"
         return body
@@ -160,9 +162,15 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         if size <= WIDE_AGGREGATE_LIMIT:
             return self.wide_aggregate(agg, value, size, count, expected)
         # transposed: one list of the group's values, reduced element by element
-        result = (f"list_transform(range({size}), lambda se_i: list_{agg}("
-                  f"list_transform(list({value}), lambda se_v: se_v[1 + se_i])))")
-        return with_missing_zeros(result, agg, count, expected)
+        column = f"list_transform(list({value}), lambda se_v: se_v[1 + se_i])"
+        result = (f"list_transform(range({size}), lambda se_i: "
+                  f"{self._list_aggregate(agg, column)})")
+        return self.with_missing_zeros(result, agg, count, expected)
+
+    def _list_aggregate(self, agg: str, values: str) -> str:
+        if agg == "min":
+            return self.nan_min(f"list_min({values})", f"list_max({values})")
+        return f"list_{agg}({values})"
 
     # -- repartitioning ---------------------------------------------------------
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:

@@ -7,6 +7,7 @@ through the C kernels, which follow IEEE like NumPy.
 from __future__ import annotations
 
 from ..kernels.spec import GatherSpec, KernelSpec
+from ..program.ops import AGGREGATES
 from .dialect import Dialect
 from .steps import StepBuilder, TableRelation
 
@@ -23,6 +24,8 @@ class PostgresDialect(Dialect):
     range_sql = "generate_series(0, {last}) AS r_{col}({col})"
     zero_sql = "CAST(0 AS float8)"
     zero_array_sql = "array_fill(CAST(0 AS float8), ARRAY[{size}])"
+    finite_sql = "({x} NOT IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8))"
+    isnan_sql = "({x} = 'NaN'::float8)"
 
     def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
         arrays = ", ".join(f"ARRAY[{a}]" for a in args)
@@ -40,8 +43,7 @@ class PostgresDialect(Dialect):
         result = f"se_v{agg}({value})"
         if count is None:
             return result
-        clip = KernelSpec(("maxc" if agg == "max" else "minc") + ":0.0", agg, (size,), 1,
-                          ((1,),), (size,))
+        clip = KernelSpec(AGGREGATES[agg].clip_zero, agg, (size,), 1, ((1,),), (size,))
         return (f"CASE WHEN {count} < {expected} THEN se_kernel1({_text(clip)}, {result}) "
                 f"ELSE {result} END")
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from ..program.model import InputDecl
 from .dialect import Dialect
+from .steps import key_column
 
 
 def import_select(labels: tuple[str, ...], keys: tuple[str, ...], value: str | None,
                   from_sql: str, dialect: Dialect) -> str:
-    """SELECT of the all-promoted relation: one column per label, then ``val``."""
+    """SELECT of the all-promoted relation: one key column per label, then ``val``."""
     q = dialect.q
     value_sql = f"CAST({q(value)} AS {dialect.double_sql})" if value else "1.0"
-    selected = ", ".join(f"CAST({q(k)} AS BIGINT) AS {q(l)}" for k, l in zip(keys, labels))
+    selected = ", ".join(f"CAST({q(k)} AS BIGINT) AS {q(key_column(l, a))}"
+                         for a, (k, l) in enumerate(zip(keys, labels)))
     not_null = " AND ".join(f"{q(k)} IS NOT NULL" for k in keys) or "TRUE"
     group = ", ".join(str(n + 1) for n in range(len(keys)))
     return (f"SELECT {selected}{', ' if selected else ''}sum({value_sql}) AS val FROM {from_sql} "
@@ -33,8 +35,10 @@ def checked_table_sql(table_name: str, decl: InputDecl, shape: tuple[int, ...],
     """CREATE TEMP TABLE of an all-promoted relation of `decl` whose keys must lie in `shape`:
     a CHECK constraint per key, so rows outside the bounds make the INSERT fail."""
     q = dialect.q
-    cols = [f"{q(l)} BIGINT NOT NULL CONSTRAINT {q(f'input {decl.name}: key {l} outside 0..{n - 1}')}"
-            f" CHECK ({q(l)} >= 0 AND {q(l)} < {int(n)})" for l, n in zip(decl.labels, shape)]
+    cols = [f"{q(key_column(l, a))} BIGINT NOT NULL CONSTRAINT "
+            f"{q(f'input {decl.name}: key {l} outside 0..{n - 1}')} "
+            f"CHECK ({q(key_column(l, a))} >= 0 AND {q(key_column(l, a))} < {int(n)})"
+            for a, (l, n) in enumerate(zip(decl.labels, shape))]
     return f"CREATE TEMP TABLE {q(table_name)} ({', '.join(cols + ['val DOUBLE PRECISION NOT NULL'])})"
 
 

@@ -9,8 +9,8 @@ fastest of them, for any array length (see the README). Repartitions are Spark's
 ``posexplode`` and ``GROUP BY`` (a shuffle on the target keys).
 
 Operations whose Spark SQL differs from NumPy (division by zero raises an error under
-ANSI or gives NULL, ``ln`` of non-positive numbers gives NULL, ``least`` skips NaN) are
-marked in the operation table and call the backend's scalar UDFs ``se_<op>``.
+ANSI or gives NULL, ``ln`` of non-positive numbers gives NULL) are marked in the
+operation table and call the backend's scalar UDFs ``se_<op>``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..program.ops import CONSTANT, split_code
 from .dialect import Dialect
 from .steps import StepBuilder, TableRelation
 
-SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_minc(x, c): see scalar_kernel
+SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scalar_kernel
 
 
 class SparkDialect(Dialect):
@@ -30,6 +30,7 @@ class SparkDialect(Dialect):
     double_sql = "DOUBLE"
     zero_sql = "CAST(0.0 AS DOUBLE)"
     zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
+    finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     broadcast_constants = True
 
     def q(self, ident: str) -> str:

@@ -2,35 +2,49 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 from ..kernels.spec import GatherSpec, KernelSpec
+from ..tiling import Tiling, keyed_axes, payload_axes, payload_size
+
+
+def key_column(label: str, axis: int) -> str:
+    """The key column of a promoted axis: unique within its table on every engine, even
+    where labels differ only in case (DuckDB compares quoted names case-insensitively)."""
+    return f"{label}_{axis}"
 
 
 @dataclass(frozen=True)
 class TableRelation:
-    """A tensor relation in a database table: key columns, shape of the values."""
+    """A tensor relation in a database table: its tiling says which axes are key columns
+    and what the payload holds (see `sparse_einsum.tiling`)."""
     table: str
     tensor: str
     shape: tuple[int, ...]
-    axes: tuple[int, ...]          # promoted axes, ascending
-    columns: tuple[str, ...]       # key column per promoted axis
+    tiling: Tiling                 # tile size per axis
+    labels: tuple[str, ...]        # the tensor's labels, one per axis
 
     @property
-    def demoted(self) -> tuple[int, ...]:
-        return tuple(a for a in range(len(self.shape)) if a not in self.axes)
+    def keyed(self) -> tuple[int, ...]:
+        """Axes with a key column, ascending."""
+        return keyed_axes(self.tiling, self.shape)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Key column per keyed axis."""
+        return tuple(key_column(self.labels[a], a) for a in self.keyed)
 
     @property
     def sub_size(self) -> int:
-        return prod(self.shape[a] for a in self.demoted)
+        """Elements of a payload."""
+        return payload_size(self.tiling)
 
     @property
     def is_scalar(self) -> bool:
-        """True when the value column is a plain DOUBLE (nothing demoted)."""
-        return not self.demoted
+        """True when the value column is a plain DOUBLE (no payload axis)."""
+        return self.sub_size == 1 and not payload_axes(self.tiling)
 
     def column(self, axis: int) -> str:
-        return self.columns[self.axes.index(axis)]
+        return key_column(self.labels[axis], axis)
 
 
 @dataclass(frozen=True)

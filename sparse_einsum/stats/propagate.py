@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 from math import prod
+from typing import Mapping
 
 from ..program.dag import Dag, Operand, Vertex
+from ..program.ops import keeps_finite, value_bound
+from ..tiling import tile_distinct
 from .tensor_stats import TensorStats, dense_stats, distinct_after, occupied
 
 
@@ -24,14 +27,20 @@ class OperandStats:
     tensor: TensorStats | None = None      # set when the labels do not repeat
     labels: tuple[str, ...] = ()
 
-    def tuples(self, promoted) -> float:
-        """Formula 7 at the label level (or the tensor's propagated support)."""
-        labels = [l for l in self.distinct if l in promoted]
+    def tuples(self, tiles: Mapping[str, int]) -> float:
+        """Non-empty payloads under a tile size per label: the tensor's own estimate, or
+        formula 7 at the label level over the keyed labels' occupied tile indices."""
         if self.nnz <= 0:
             return 0.0
         if self.tensor is not None:
-            return self.tensor.tuples(tuple(a for a, l in enumerate(self.labels) if l in promoted))
-        return occupied(self.nnz, [self.distinct[l] for l in labels], list(self.distinct.values()))
+            return self.tensor.tuples(tuple(tiles[l] for l in self.labels))
+        keyed = [l for l in self.distinct if tiles[l] < self.bounds[l]]
+        slots = [tile_distinct(self.distinct[l], self.bounds[l], tiles[l]) for l in keyed]
+        return occupied(self.nnz, slots, list(self.distinct.values()))
+
+    def promoting(self, labels) -> float:
+        """Non-empty payloads when `labels` are promoted and the others demoted."""
+        return self.tuples({l: 1 if l in labels else b for l, b in self.bounds.items()})
 
 
 def operand_stats(stats: TensorStats, operand: Operand) -> OperandStats:
@@ -116,21 +125,30 @@ def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
             if not vertex.annihilates:
                 est = cap
             elif len(ops) == 1:
-                est = ops[0].tuples(s)
+                est = ops[0].promoting(s)
             else:
                 keep = s | set(shared)
-                est = ops[0].tuples(keep) * ops[1].tuples(keep) / prod(
+                est = ops[0].promoting(keep) * ops[1].promoting(keep) / prod(
                     max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in shared)
                 if not set(shared) <= s:
                     # project the other shared labels out; also bounded by the join
                     # of the operands' own projections on S
                     within = [l for l in shared if l in s]
-                    bound = ops[0].tuples(s) * ops[1].tuples(s) / prod(
+                    bound = ops[0].promoting(s) * ops[1].promoting(s) / prod(
                         max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in within)
                     est = min(distinct_after(prod(max(join.distinct[l], 1.0) for l in s), est),
                               bound) if s else min(est, 1.0)
             result[frozenset(axes)] = min(est, cap)
     return result
+
+
+def value_stats(v: Vertex, operands: list[TensorStats], sizes: dict[str, int]) -> dict:
+    """max_abs and finite of a vertex's output from its operands'."""
+    bound = value_bound(v.op, *(s.max_abs for s in operands))
+    if v.agg == "sum":
+        bound *= prod(sizes[l] for l in v.agg_labels)
+    return {"max_abs": bound,
+            "finite": all(s.finite for s in operands) and keeps_finite(v.op)}
 
 
 def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, TensorStats]:
@@ -139,11 +157,12 @@ def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, Tensor
     for v in dag.vertices:
         ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
         bounds = dag.label_sizes(v)
+        values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
         if not v.annihilates and not v.is_binary and not v.agg_labels:
-            stats[v.name] = dense_stats(dag.shapes[v.name])
+            stats[v.name] = dense_stats(dag.shapes[v.name], **values)
             continue
         join = relational_join(v, ops)
-        out = output_stats(v, join, bounds)
+        out = replace(output_stats(v, join, bounds), **values)
         if len(v.labels) <= 6:
             sup = support(v, ops, join, bounds)
             full = sup[frozenset(range(len(v.labels)))]
