@@ -55,16 +55,25 @@ def backend(request):
 
 
 SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")
+# for many small statements: few shuffle partitions, no adaptive re-planning, no code
+# generation, and JVMs that compile quickly (C1 only); measured to halve the test time
+SPARK_TEST_CONFIG = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
 
 
 @pytest.fixture(scope="session", params=SPARK_MASTERS)
 def spark(request):
-    """A Spark backend per master (session-scoped: Spark takes 20-40 s to start); skips
+    """A Spark backend per master, one at a time (Spark takes 20-40 s to start); skips
     without pyspark or Java (fails when $CI is set)."""
     from sparse_einsum.errors import BackendError
     try:
         from sparse_einsum.backends.spark import SparkBackend
-        backend = SparkBackend(request.param, config={"spark.sql.shuffle.partitions": "4"})
+        backend = SparkBackend(request.param, config=SPARK_TEST_CONFIG)
     except (ImportError, BackendError) as e:
         if os.environ.get("CI"):
             pytest.fail(f"Spark did not start: {e}")

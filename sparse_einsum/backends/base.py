@@ -81,6 +81,10 @@ class Backend:
         return {position: np.zeros(rel.sub_size) if len(fetched) == 0 else
                 np.asarray(fetched.values, dtype=np.float64).reshape(-1)}
 
+    def create(self, table: str, select: str, temporary: bool = False) -> None:
+        """Create the table `table` holding the rows of `select`."""
+        self.execute(self.dialect.create(table, select, temporary))
+
     def row_count(self, rel: TableRelation) -> int:
         return int(self.query(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")[0][0])
 
@@ -118,7 +122,7 @@ class Backend:
         try:
             shape = self._source_shape(source, from_sql)
             select = import_select(decl.labels, source.keys, source.value, from_sql, self.dialect)
-            self.execute(self.dialect.create(table, select, temporary))
+            self.create(table, select, temporary)
         finally:
             if source.kind != "table":
                 self.release_source(f"{table}_src")

@@ -1,12 +1,12 @@
 """The Spark backend: Spark SQL on a local master, a cluster, or a Spark Connect server.
 
 Inputs go in through Arrow (``createDataFrame`` of an Arrow table) and Parquet files are
-read in place; every statement is a temporary view cached eagerly (``CACHE TABLE``), so
-each step runs when it is issued and later statements read its cached partitions;
-results come back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the
-statement that calls them. Their code is pickled by value, so the executors need the
-Python packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's
-Arrow path), not sparse-einsum itself.
+read in place; every statement is a temporary view, computed when it is issued and held
+in the executors' memory as a local checkpoint (`SparkBackend.materialize`); results come
+back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
+that calls them. Their code is pickled by value, so the executors need the Python
+packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
+path), not sparse-einsum itself.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class SparkBackend(Backend):
             start_session(master or DEFAULT_MASTER, config)
         self.parallelism = parallelism or self._cluster_parallelism()
         self.dialect = SparkDialect()
-        self._functions: dict[str, list[str]] = {}     # view -> the kernels it calls
+        self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
         self._register_scalar_udfs()
 
     def _cluster_parallelism(self) -> int | None:
@@ -109,12 +109,19 @@ class SparkBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        self._view(f"{rel.table}_arrow", arrow_relation(rel, blocks))
-        self.execute(self.dialect.create(rel.table, f"SELECT * FROM "
-                                                    f"{self.dialect.q(rel.table + '_arrow')}"))
+        self.materialize(rel.table, self.spark.createDataFrame(arrow_relation(rel, blocks)))
 
-    def _view(self, name: str, table: pa.Table) -> None:
-        self.spark.createDataFrame(table).createOrReplaceTempView(name)
+    def materialize(self, view: str, frame) -> None:
+        """Compute `frame` now, keep it in the executors (memory, then disk) and make it
+        the view `view`. The local checkpoint cuts its lineage: later statements read it
+        as a table, so planning them never analyses the statements before them again
+        (with cached views it did, and the time grew with the depth of the DAG)."""
+        frame = frame.localCheckpoint(eager=True)
+        frame.createOrReplaceTempView(view)
+        self._frames[view] = frame
+
+    def create(self, table: str, select: str, temporary: bool = False) -> None:
+        self.materialize(table, self.spark.sql(select))
 
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
@@ -122,10 +129,12 @@ class SparkBackend(Backend):
             f"SELECT {cols} FROM {self.dialect.q(rel.table)}").toArrow())
 
     def drop(self, rel: TableRelation) -> None:
-        for name in (rel.table, f"{rel.table}_arrow"):    # dropping a view uncaches it
-            self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(name)}")
-        for name in self._functions.pop(rel.table, []):
-            self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {name}")
+        self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(rel.table)}")
+        frame = self._frames.pop(rel.table, None)
+        try:      # free the checkpoint now (Spark Connect frees it with the DataFrame)
+            frame._jdf.queryExecution().logical().rdd().unpersist(False)
+        except Exception:  # noqa: BLE001 - no frame, or a Spark Connect DataFrame
+            pass
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql, args=list(params) or None).collect()]
@@ -151,9 +160,9 @@ class SparkBackend(Backend):
             except Exception as exc:  # noqa: BLE001
                 raise DataError(f"input {source.name}: cannot read {source.location}: "
                                 f"{_first_line(exc)}") from None
-            frame.createOrReplaceTempView(scratch)
         else:
-            self._view(scratch, arrow_columns(source, source.arrow))
+            frame = self.spark.createDataFrame(arrow_columns(source, source.arrow))
+        frame.createOrReplaceTempView(scratch)
         return self.dialect.q(scratch)
 
     def release_source(self, scratch: str) -> None:
@@ -161,12 +170,17 @@ class SparkBackend(Backend):
 
     # -- statements ---------------------------------------------------------
     def run(self, step: Step) -> None:
-        """Register the step's kernels, run it; the kernels stay registered while its view
-        exists (a temporary view keeps its SQL text and is analysed again when read)."""
-        self._functions[step.target.table] = [use.name for use in step.kernels]
+        """Register the step's kernels, create its view (the statement) and materialize it;
+        then the kernels are no longer needed."""
         for use in step.kernels:
             self._register(use.name, *self._udf(use))
-        self.execute(step.sql)
+        try:
+            self.execute(step.sql)
+            self.materialize(step.target.table, self.spark.table(
+                self.dialect.q(step.target.table)))
+        finally:
+            for use in step.kernels:
+                self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {use.name}")
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
         from pyspark.sql.functions import ArrowUDFType, arrow_udf

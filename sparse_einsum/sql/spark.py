@@ -1,4 +1,4 @@
-"""Spark SQL: every intermediate a cached temporary view, kernels as Arrow UDFs.
+"""Spark SQL: every intermediate a temporary view, kernels as Arrow UDFs.
 
 The kernels are the NumPy ones DuckDB calls (`kernels.arrow_kernels`), registered per
 statement as Arrow UDFs that run on whole batches in the executors' Python workers.
@@ -37,8 +37,8 @@ class SparkDialect(Dialect):
         return "`" + ident.replace("`", "``") + "`"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
-        """A temporary view cached eagerly: the statement runs when it is created."""
-        return f"CACHE TABLE {self.q(table)} AS {select}"
+        """A temporary view; the backend materializes it when it is created."""
+        return f"CREATE OR REPLACE TEMPORARY VIEW {self.q(table)} AS {select}"
 
     def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
         op, c = split_code(code)
