@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=3, help="plans of the ranking to time")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--worker-memory", type=int, default=6144, help="MB per worker")
+    ap.add_argument("--worker-memory", type=int, default=4096, help="MB per worker")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         spark = SparkBackend(master, config={
             "spark.executor.memory": f"{args.worker_memory - 512}m",
-            "spark.driver.memory": "6g", "spark.sql.shuffle.partitions": str(4 * workers)})
+            "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": str(4 * workers)})
         log(f"\nSpark {master} started in {time.perf_counter() - start:.1f} s")
         with spark:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,

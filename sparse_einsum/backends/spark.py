@@ -11,6 +11,7 @@ path), not sparse-einsum itself.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -184,7 +185,10 @@ class SparkBackend(Backend):
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
         from pyspark.sql.functions import ArrowUDFType, arrow_udf
-        self.spark.udf.register(name, arrow_udf(fn, returns, ArrowUDFType.SCALAR))
+        with warnings.catch_warnings():     # pyspark prefers type hints to the UDF type
+            warnings.simplefilter("ignore", UserWarning)
+            udf = arrow_udf(fn, returns, ArrowUDFType.SCALAR)
+        self.spark.udf.register(name, udf)
 
     def _udf(self, use: KernelUse) -> tuple[Callable, str]:
         if use.kind == "kernel":
