@@ -1,7 +1,7 @@
 """`sparse-einsum calibrate`: fit the cost constants to the engine at hand.
 
-C_kernel comes from timing the kernels' own dense products (seconds per flop), the
-two load constants from timing array inputs loaded into the engine. The cost of a
+C_kernel comes from timing the kernels' own dense products (seconds per flop), C_sparse
+from their sparse x dense products, the two load constants from timing array inputs loaded into the engine. The cost of a
 plan is linear in the remaining constants (C_xfer, C_fixed, C_add, C_group), so they
 come from a non-negative least-squares fit, on relative errors, to the measured times
 of the plans the optimizer chooses between on three small programs (its top plans
@@ -66,6 +66,23 @@ def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
     if db.name == "postgres":
         return _postgres_kernel_seconds_per_flop(db, repeats)
     return _numpy_seconds_per_flop(repeats)
+
+
+def sparse_seconds_per_flop(db, repeats: int = 3) -> float:
+    """Seconds per flop of a sparse x dense product (CSR times 64 dense columns), the
+    kernel DuckDB's UDFs run on sparse payloads; 0 where the engine densifies them."""
+    if db.name == "postgres":
+        return 0.0
+    rng = np.random.default_rng(2)
+    n = 20_000
+    a = sp.random(n, n, density=25 / n, format="csr", random_state=rng)
+    b = rng.normal(size=(n, 64))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / (2 * a.nnz * 64)
 
 
 def _postgres_kernel_seconds_per_flop(db, repeats: int) -> float:
@@ -142,6 +159,7 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
         backend, _UNIT).parallelism))
     with db:
         c_kernel = kernel_seconds_per_flop(db)
+        c_sparse = sparse_seconds_per_flop(db)
         c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
         for program, data in _workloads(scale, rng):
             with Session(_PROGRAMS[program], data, backend=db,
@@ -150,7 +168,8 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
                 for plan in candidate_plans(ctx, top=4):
                     features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
                                      for f in fitted])
-                    kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel), plan))
+                    kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel,
+                                                               c_sparse=c_sparse), plan))
                     # the first run warms up
                     times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
                     seconds.append(statistics.median(times[1:]))
@@ -160,7 +179,7 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
     fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
-                        parallelism=unit.parallelism, **fit)
+                        c_sparse=c_sparse, parallelism=unit.parallelism, **fit)
     predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
     stored = save_params(db.name, params, Path(path) if path else None)
     return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored),

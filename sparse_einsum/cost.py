@@ -34,6 +34,7 @@ class CostParams:
     c_group: float = 0.0     # per group when a repartition stacks pieces into arrays
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
+    c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
     c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
     parallelism: float = 1.0     # tasks running at once: joins, aggregates, kernels and
     #                              shuffles spread over them; loads and broadcasts do not
@@ -46,15 +47,17 @@ class CostParams:
 # constants are the median of five DuckDB runs of the current calibration
 DEFAULT_PARAMS = {
     # c_group measured by timing one stack into 2708 row arrays against one array (DuckDB)
+    # c_sparse: scipy's CSR x dense, 1M non-zeros x 64 (1.5-2.6e-9 s per flop measured)
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
-                         c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
+                         c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
+                         c_sparse=2.0e-9),
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
     # first estimates from timings of local[2] on this machine, NOT yet fitted: run
     # `calibrate --backend spark --spark local-cluster[2,1,2048]` and replace them
     "spark": CostParams(c_xfer=2.0e-8, c_kernel=1.0e-10, c_fixed=2.0e-6, c_add=1.0e-8,
                         c_group=1.0e-5, c_load_tuple=2.0e-6, c_load_byte=2.0e-8,
-                        c_shuffle=2.0e-8, parallelism=2.0),
+                        c_sparse=2.0e-9, c_shuffle=2.0e-8, parallelism=2.0),
 }
 
 
@@ -103,11 +106,6 @@ class VertexCost:
         return self.join + self.aggregate + self.kernel + self.shuffle
 
 
-def _tuple_bytes(tiling: Tiling, shape: tuple[int, ...]) -> float:
-    """Bytes of one tuple: keys and payload."""
-    return 8.0 * (len(keyed_axes(tiling, shape)) + payload_size(tiling))
-
-
 def _payload_bytes(tiling: Tiling) -> float:
     """Bytes of the array a tuple carries; 0 for a scalar value.
 
@@ -126,9 +124,10 @@ class CostModel:
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
                  max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
-                 scalars_only: bool = False):
+                 scalars_only: bool = False, sparse_payloads: bool = True):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values, self.scalars_only = max_payload_values, scalars_only
+        self.sparse_payloads = sparse_payloads
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -139,6 +138,18 @@ class CostModel:
         return [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
             (choice.tiling(v.labels), shapes[v.name])]
 
+    def payload_bytes(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
+        """Bytes of a tuple's payload: dense, or sparse (16 per non-zero, on average)."""
+        if not sparse:
+            return _payload_bytes(tiling)
+        stats = self.stats[tensor]
+        return 16.0 * stats.nnz / max(stats.tuples(tiling), 1.0)
+
+    def sparse_worthwhile(self, tensor: str, tiling: Tiling) -> bool:
+        """Sparse payloads are a candidate: the payloads are under a quarter full."""
+        return (self.sparse_payloads and bool(payload_axes(tiling))
+                and self.payload_bytes(tensor, tiling, True) < _payload_bytes(tiling) / 2)
+
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, choice: Choice) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
@@ -148,12 +159,17 @@ class CostModel:
         tilings = self._tilings(v, choice)
         if self.scalars_only and any(payload_axes(t) for t, _ in tilings):
             return False
+        if choice.sparse and not (self.sparse_payloads and all(
+                payload_axes(tilings[k][0]) for k in choice.sparse)):
+            return False
         if self.max_values is not None and any(payload_size(t) > self.max_values
                                                for t, _ in tilings):
             return False
         if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
             return False
-        if max(_tuple_bytes(t, shape) for t, shape in tilings) > self.cap:
+        payload_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+                      for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
+        if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
             return False
         sizes, tiles = self._sizes[v.name], dict(choice.tiles)
         if all(b == 1 for b in tiles.values()):
@@ -161,7 +177,6 @@ class CostModel:
         ops = self._ops[v.name]
         rows = min(self._join_tuples(v, ops, [o.tuples(tiles) for o in ops], tiles, sizes),
                    KERNEL_BATCH)
-        payload_in = [_payload_bytes(t) for t, _ in tilings[:-1]]
         keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
         per_row = sum(b for b, k in zip(payload_in, keyed) if k) + _payload_bytes(tilings[-1][0])
         if not (v.annihilates and v.op == "mul"):
@@ -180,7 +195,8 @@ class CostModel:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
         tiles = dict(choice.tiles)
         tilings = self._tilings(v, choice)
-        bytes_in = [_payload_bytes(t) for t, _ in tilings[:-1]]
+        bytes_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+                    for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         bytes_out = _payload_bytes(tilings[-1][0])
         t_in = [o.tuples(tiles) for o in ops]
         join = self._join_tuples(v, ops, t_in, tiles, sizes)
@@ -194,8 +210,7 @@ class CostModel:
                     once += bytes_in[k] * p.c_xfer
                     per_tuple[k] = 0.0
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
-        loop = prod(tiles[l] for l in v.all_labels)
-        c_kernel = join * loop * (2 if v.is_binary else 1) * p.c_kernel
+        c_kernel = join * self._kernel_seconds(v, choice, tilings, bytes_in)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if any(tiles[l] < sizes[l] for l in v.agg_labels):
             groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
@@ -209,13 +224,31 @@ class CostModel:
         c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
         # on a cluster the work spreads over its tasks, and shuffles and broadcasts move data
         spread = 1.0 / max(p.parallelism, 1.0)
-        moves = vertex_exchanges(v, tiles, sizes,
-                                 [t * row_bytes(*tl) for t, tl in zip(t_in, tilings)],
-                                 join, out, row_bytes(*tilings[-1]), p.parallelism
-                                 ) if p.c_shuffle else ()
+        moves = vertex_exchanges(
+            v, tiles, sizes, [t * row_bytes(len(keyed_axes(*tl)), b)
+                              for t, tl, b in zip(t_in, tilings, bytes_in)],
+            join, out, row_bytes(len(keyed_axes(*tilings[-1])), bytes_out), p.parallelism
+        ) if p.c_shuffle else ()
         shuffle = p.c_shuffle * sum(e.bytes * (spread if e.key else 1.0) for e in moves)
         return VertexCost(c_join * spread, c_agg * spread, c_kernel * spread, join, out,
                           shuffle, moves)
+
+    def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float]
+                        ) -> float:
+        """Seconds of the kernel on one joined tuple: the dense loop, or for a product
+        with one sparse operand, its non-zeros times the other operand's own payload
+        (where the engine has such a kernel; else the sparse payload is densified)."""
+        tiles = dict(choice.tiles)
+        loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * self.p.c_kernel
+        if not choice.sparse:
+            return loop
+        densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
+        if len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum" and self.p.c_sparse:
+            (s,) = choice.sparse
+            other = prod(tiles[l] for l in v.all_labels
+                         if l not in v.operands[s].labels and tiles[l] > 1)
+            return 2 * bytes_in[s] / 16.0 * other * self.p.c_sparse
+        return loop + densify
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:
@@ -248,17 +281,20 @@ class CostModel:
         return min(self._tiled(o, label, {label: b}) for o in ops if label in o.distinct)
 
     # -- loading an array input ---------------------------------------------
-    def load(self, tensor: str, tiling: Tiling) -> float:
+    def load(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
         """Decomposing an in-memory input by `tiling` and loading it into the engine."""
         return self.stats[tensor].tuples(tiling) * (
-            self.p.c_load_tuple + _payload_bytes(tiling) * self.p.c_load_byte)
+            self.p.c_load_tuple + self.payload_bytes(tensor, tiling, sparse) * self.p.c_load_byte)
 
     # -- repartition ----------------------------------------------------------
-    def repartition(self, tensor: str, have: Tiling, need: Tiling) -> float:
-        """C_repart: split the axes whose tile size changes into scalars, then stack them."""
-        if have == need:
-            return 0.0
+    def repartition(self, tensor: str, have: Tiling, need: Tiling, sparse: bool = False) -> float:
+        """C_repart: split the axes whose tile size changes into scalars, then stack them
+        (and pack the payloads sparse)."""
         stats = self.stats[tensor]
+        pack = stats.tuples(need) * (_payload_bytes(need) * self.p.c_xfer + self.p.c_fixed) \
+            if sparse else 0.0
+        if have == need:
+            return pack
         middle = _middle(have, need)
         moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
@@ -266,5 +302,5 @@ class CostModel:
             cost += stats.tuples(need) * self.p.c_group
         if middle != need:       # stacking shuffles the pieces by the target's keys
             cost += self.p.c_shuffle * stats.tuples(middle) * row_bytes(
-                middle, self.dag.shapes[tensor])
-        return cost / max(self.p.parallelism, 1.0)
+                len(keyed_axes(middle, self.dag.shapes[tensor])), _payload_bytes(middle))
+        return (cost + pack) / max(self.p.parallelism, 1.0)

@@ -46,7 +46,8 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
             start = time.perf_counter()
             created.append(step.target)
             if step.kind == "load":
-                backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling))
+                backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
+                                                        step.target.sparse))
             else:
                 backend.run(step)
             seconds = time.perf_counter() - start

@@ -18,12 +18,14 @@ from .tiling import Tiling, key_range, render
 
 @dataclass(frozen=True)
 class Choice:
-    """A vertex's decomposition: the tile size of each of its labels."""
+    """A vertex's decomposition: the tile size of each of its labels, and which operands
+    it reads with sparse payloads (the others, and its output, are dense)."""
     tiles: tuple[tuple[str, int], ...]         # (label, tile size), sorted by label
+    sparse: frozenset[int] = frozenset()       # positions of operands read sparse
 
     @classmethod
-    def of(cls, tiles: Mapping[str, int]) -> "Choice":
-        return cls(tuple(sorted(tiles.items())))
+    def of(cls, tiles: Mapping[str, int], sparse=()) -> "Choice":
+        return cls(tuple(sorted(tiles.items())), frozenset(sparse))
 
     @classmethod
     def promoting(cls, v: Vertex, sizes: Mapping[str, int], promoted) -> "Choice":
@@ -83,6 +85,10 @@ class Plan:
     def operand_tiling(self, vertex: Vertex, operand: Operand) -> Tiling:
         return self.choices[vertex.name].tiling(operand.labels)
 
+    def operand_sparse(self, vertex: Vertex, k: int) -> bool:
+        """Whether the vertex reads its k-th operand with sparse payloads."""
+        return k in self.choices[vertex.name].sparse
+
     def output_tiling(self, vertex: Vertex) -> Tiling:
         return self.choices[vertex.name].tiling(vertex.labels)
 
@@ -108,20 +114,23 @@ class Plan:
         """The vertex in UCLC notation, e.g. ``Z[I/1024,g] = AH[I/1024,f] * W[f,g]``."""
         choice, sizes = self.choices[vertex.name], dag.label_sizes(vertex)
 
-        def ref(name: str, labels: tuple[str, ...]) -> str:
-            return f"{name}[{','.join(render(l, choice.tile(l), sizes[l]) for l in labels)}]"
+        def ref(name: str, labels: tuple[str, ...], sparse: bool = False) -> str:
+            return (f"{'~' if sparse else ''}{name}"
+                    f"[{','.join(render(l, choice.tile(l), sizes[l]) for l in labels)}]")
 
-        body = render_uclc(vertex.op, *(ref(o.tensor, o.labels) for o in vertex.operands))
+        body = render_uclc(vertex.op, *(ref(o.tensor, o.labels, k in choice.sparse)
+                                        for k, o in enumerate(vertex.operands)))
         if vertex.agg != "sum" and vertex.agg_labels:
             body = f"{vertex.agg}({body})"
         return f"{ref(vertex.name, vertex.labels)} = {body}"
 
     def schema(self, dag: Dag, vertex: Vertex, operand: Operand | None = None) -> str:
         """Relational schema of an operand (or of the output), e.g.
-        ``H(INT j_tile, DOUBLE[1024][64] val)``."""
+        ``H(INT j_tile, DOUBLE[1024][64] val)`` or ``A(INT i_tile, SPARSE[1024][2708] val)``."""
         tensor, labels = (vertex.name, vertex.labels) if operand is None else (
             operand.tensor, operand.labels)
         choice = self.choices[vertex.name]
+        sparse = operand is not None and vertex.operands.index(operand) in choice.sparse
         keys, dims = [], []
         for label, n in zip(labels, dag.shapes[tensor]):
             b = choice.tile(label)
@@ -129,7 +138,7 @@ class Plan:
                 keys.append(f"INT {label}_tile" if b > 1 else f"INT {label}")
             if b > 1:
                 dims.append(b)
-        value = "DOUBLE" + "".join(f"[{d}]" for d in dims) + " val"
+        value = ("SPARSE" if sparse else "DOUBLE") + "".join(f"[{d}]" for d in dims) + " val"
         return f"{tensor}({', '.join(keys + [value])})"
 
     def describe(self, dag: Dag) -> str:

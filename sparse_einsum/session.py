@@ -135,6 +135,7 @@ class Session:
                 self.dag, self.stats(), params,
                 memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
                 scalars_only=self.exact_integers,
+                sparse_payloads=self.dialect.sparse_payloads,
                 stored={name: rel.tiling for name, rel in self.table_inputs().items()},
                 label_names=self.label_names)
         return self._context

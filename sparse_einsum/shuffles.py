@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .program.dag import Vertex
-from .tiling import Tiling, keyed_axes, payload_axes, payload_size
 
 ROW_HEADER_BYTES = 24.0          # per tuple moved: row header and length
 ARRAY_HEADER_BYTES = 16.0        # per array payload moved
@@ -31,11 +30,11 @@ class Exchange:
         return f"{self.what} {how} ({self.bytes / 2 ** 20:.3g} MiB)"
 
 
-def row_bytes(tiling: Tiling, shape: tuple[int, ...]) -> float:
-    """Bytes of one tuple in a shuffle: header, keys, payload."""
-    array = ARRAY_HEADER_BYTES if payload_axes(tiling) else 0.0
-    return ROW_HEADER_BYTES + 8.0 * (len(keyed_axes(tiling, shape)) + payload_size(tiling)) \
-        + array
+def row_bytes(keys: int, payload_bytes: float) -> float:
+    """Bytes of one tuple in a shuffle: header, key columns, value (a scalar when
+    `payload_bytes` is 0, else an array of that many bytes)."""
+    value = payload_bytes + ARRAY_HEADER_BYTES if payload_bytes else 8.0
+    return ROW_HEADER_BYTES + 8.0 * keys + value
 
 
 def vertex_exchanges(v: Vertex, tiles: dict[str, int], sizes: dict[str, int],

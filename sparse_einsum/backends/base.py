@@ -16,7 +16,8 @@ from ..blocks import Blocks
 from ..cost import CostParams
 from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
-from ..kernels.arrow_kernels import list_array, rows, scalars
+from ..kernels.arrow_kernels import list_array, packed, ragged_array, rows, scalars
+from ..kernels.numpy_kernels import Packed
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
 from ..sql.steps import KernelUse, Step, TableRelation, key_column
@@ -72,12 +73,16 @@ class Backend:
     def run(self, step: Step) -> None:
         self.execute(step.sql)
 
-    def kernel_constants(self, use: KernelUse) -> dict[int, np.ndarray]:
-        """The operand a kernel binds once (a relation of one tuple), as a flat array."""
+    def kernel_constants(self, use: KernelUse) -> dict[int, object]:
+        """The operand a kernel binds once (a relation of one tuple): a flat array, or a
+        `Packed` of one tuple for a sparse payload."""
         if use.constant is None:
             return {}
         position, rel = use.constant
         fetched = self.fetch(rel)
+        if rel.sparse:
+            return {position: Packed(fetched.values, fetched.bounds) if len(fetched) else
+                    Packed(np.zeros(0), np.zeros(2, dtype=np.int64))}
         return {position: np.zeros(rel.sub_size) if len(fetched) == 0 else
                 np.asarray(fetched.values, dtype=np.float64).reshape(-1)}
 
@@ -176,10 +181,15 @@ def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
 
 def arrow_relation(rel: TableRelation, blocks: Blocks) -> pa.Table:
     """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE, BIGINT for
-    exact integers, or DOUBLE[])."""
+    exact integers, or DOUBLE[]: dense, or packed sparse)."""
     columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
-    columns["val"] = pa.array(blocks.values) if rel.is_scalar else list_array(
-        np.asarray(blocks.values, dtype=np.float64).reshape(len(blocks), rel.sub_size))
+    if rel.is_scalar:
+        columns["val"] = pa.array(blocks.values)
+    elif rel.sparse:
+        columns["val"] = ragged_array(blocks.values, blocks.bounds)
+    else:
+        columns["val"] = list_array(np.asarray(blocks.values, dtype=np.float64)
+                                    .reshape(len(blocks), rel.sub_size))
     return pa.table(columns)
 
 
@@ -187,6 +197,8 @@ def relation_blocks(rel: TableRelation, table: pa.Table) -> Blocks:
     """The blocks of a relation fetched as an Arrow table (its key columns and ``val``)."""
     keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
     val = table.column("val")
+    if rel.sparse:
+        return Blocks(keys, *packed(val))
     values = scalars(val) if rel.is_scalar else \
         rows(val).reshape(table.num_rows, rel.sub_size)
     return Blocks(keys, values)

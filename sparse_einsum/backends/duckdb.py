@@ -9,8 +9,8 @@ from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..inputs import SourceInput
-from ..kernels.arrow_kernels import (aggregate_function, kernel_function, split_function,
-                                     stack_function)
+from ..kernels.arrow_kernels import (aggregate_function, kernel_function, sparsify_function,
+                                     split_function, stack_function)
 from ..sql.duckdb import DuckDBDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend, arrow_relation, relation_blocks
@@ -108,6 +108,8 @@ class DuckDBBackend(Backend):
         if use.kind == "aggregate":
             return aggregate_function(use.agg, use.expected_count), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
+        if use.kind == "sparsify":
+            return sparsify_function, [_LIST], _LIST
         if use.kind == "split":
             return split_function(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
         if use.kind == "stack":
@@ -117,7 +119,7 @@ class DuckDBBackend(Backend):
 
     def _kernel_udf(self, use: KernelUse):
         apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
-                                self.kernel_constants(use))
+                                self.kernel_constants(use), use.sparse)
         params = [_type(is_list) for is_list in use.args_are_lists]
         udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
         return udf, params, _type(use.returns_list)

@@ -204,3 +204,56 @@ def copy_out_arrays(conn, query: str, *, values: bool = True
         else:
             out = arr
     return keys, out
+
+
+def copy_in_ragged(conn, table: str, key_columns: dict[str, np.ndarray], values: np.ndarray,
+                   bounds: np.ndarray, *, value_column: str = "val") -> int:
+    """COPY bigint key columns and float8[] values of any length (row t holds
+    values[bounds[t]:bounds[t + 1]], at least one element) into an existing table by
+    binary COPY, built with NumPy a chunk of rows at a time. Returns the row count."""
+    from psycopg import sql
+
+    keys = [np.asarray(k, dtype=np.int64) for k in key_columns.values()]
+    counts = np.diff(bounds)
+    if len(counts) and counts.min() < 1:
+        raise DataError("copy_in_ragged: every row needs at least one value")
+    n, n_keys = len(counts), len(keys)
+    head = np.dtype([("n", ">i2")] + [f for i in range(n_keys)
+                                      for f in ((f"l{i}", ">i4"), (f"k{i}", ">i8"))]
+                    + [("vlen", ">i4"), ("ndim", ">i4"), ("null", ">i4"), ("oid", ">i4"),
+                       ("dim", ">i4"), ("lb", ">i4")])
+    elem = np.dtype([("len", ">i4"), ("x", ">f8")])
+    names = list(key_columns) + [value_column]
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.SQL(table), sql.SQL(", ").join(map(sql.Identifier, names)))
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    with conn.cursor() as cur, cur.copy(stmt) as copy:
+        copy.write(_HEADER)
+        lo = 0
+        while lo < n:
+            # rows whose values fit the chunk (at least one row)
+            hi = max(lo + 1, int(np.searchsorted(bounds, bounds[lo] + _CHUNK_BYTES // 12)) - 1)
+            hi = min(hi, n)
+            k = counts[lo:hi]
+            rec = np.empty(hi - lo, head)
+            rec["n"] = len(names)
+            for i, key in enumerate(keys):
+                rec[f"l{i}"], rec[f"k{i}"] = 8, key[lo:hi]
+            rec["vlen"] = 20 + 12 * k
+            rec["ndim"], rec["null"], rec["oid"], rec["lb"] = 1, 0, 701, 1
+            rec["dim"] = k
+            items = np.empty(int(k.sum()), elem)
+            items["len"] = 8
+            items["x"] = values[bounds[lo]:bounds[hi]]
+            size = head.itemsize + 12 * k
+            row_at = np.concatenate([[0], np.cumsum(size)[:-1]])
+            buffer = np.empty(int(size.sum()), np.uint8)
+            buffer[row_at[:, None] + np.arange(head.itemsize)] = rec.view(np.uint8).reshape(
+                -1, head.itemsize)
+            first = np.repeat(row_at + head.itemsize - 12 * (starts[lo:hi] - starts[lo]), k)
+            at = first + 12 * np.arange(len(items))
+            buffer[at[:, None] + np.arange(12)] = items.view(np.uint8).reshape(-1, 12)
+            copy.write(memoryview(buffer))
+            lo = hi
+        copy.write(_TRAILER)
+    return n

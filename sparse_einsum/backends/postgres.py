@@ -11,7 +11,7 @@ from ..inputs import SourceInput, read_file
 from ..sql.postgres import PostgresDialect
 from ..sql.steps import TableRelation
 from .base import Backend, arrow_columns
-from .pg_copy import copy_in_arrays, copy_out_arrays
+from .pg_copy import copy_in_arrays, copy_in_ragged, copy_out_arrays
 from .pg_kernels import check_kernels
 
 
@@ -51,6 +51,10 @@ class PostgresBackend(Backend):
         value = "val float8[]" if not rel.is_scalar else ("val bigint" if integers else "val float8")
         self.conn.execute(f"CREATE UNLOGGED TABLE {q(rel.table)} ({', '.join(keys + [value])})")
         if len(blocks) == 0:
+            return
+        if rel.sparse:
+            copy_in_ragged(self.conn, q(rel.table), dict(zip(rel.columns, blocks.keys)),
+                           blocks.values, blocks.bounds)
             return
         values = blocks.values
         if not rel.is_scalar:

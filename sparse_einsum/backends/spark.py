@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import replace
+from importlib import import_module
 from typing import Callable, Sequence
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..errors import BackendError, DataError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
-                                     split_function, stack_function)
+                                     sparsify_function, split_function, stack_function)
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
@@ -39,7 +40,9 @@ SESSION_CONFIG = {
     "spark.ui.showConsoleProgress": "false",
 }
 _ARRAY, _DOUBLE = "array<double>", "double"
-_PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table)
+# the modules the kernels run, shipped with them: executors need no sparse-einsum
+_PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table,
+                     import_module("..blocks", __package__), import_module("..tiling", __package__))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -193,12 +196,14 @@ class SparkBackend(Backend):
     def _udf(self, use: KernelUse) -> tuple[Callable, str]:
         if use.kind == "kernel":
             apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
-                                    self.kernel_constants(use))
+                                    self.kernel_constants(use), use.sparse)
             udf = (lambda a: apply(a)) if len(use.args_are_lists) == 1 else \
                 (lambda a, b: apply(a, b))
             return udf, _ARRAY if use.returns_list else _DOUBLE
         if use.kind == "aggregate":
             return aggregate_function(use.agg, use.expected_count), _ARRAY
+        if use.kind == "sparsify":
+            return sparsify_function, _ARRAY
         if use.kind == "split":
             return split_function(use.spec), "array<array<double>>"
         if use.kind == "stack":

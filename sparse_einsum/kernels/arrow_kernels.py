@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..program.ops import AGGREGATES
-from .numpy_kernels import position_offsets, run_kernel
+from .numpy_kernels import Packed, position_offsets, run_kernel, run_sparse_kernel, sparsify
 from .spec import GatherSpec, KernelSpec
 
 
@@ -31,6 +31,24 @@ def scalars(array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False)
 
 
+def packed(array) -> Packed:
+    """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = array.values.to_numpy(zero_copy_only=False)
+    return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
+        Packed(values, offsets)
+
+
+def ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
+    """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
+    offsets = pa.array(bounds, type=pa.int64() if bounds[-1] >= 1 << 31 else pa.int32()) \
+        if len(bounds) else pa.array([0], type=pa.int32())
+    cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
+    return cls.from_arrays(offsets, pa.array(np.asarray(values, dtype=np.float64)))
+
+
 def list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
     n, width = values.shape
@@ -43,15 +61,29 @@ def list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
 
 
 def kernel_function(spec: KernelSpec, args_are_lists: tuple[bool, ...], returns_list: bool,
-                    constants: dict[int, np.ndarray]) -> Callable[..., pa.Array]:
-    """The kernel over a batch; inputs in `constants` are bound (not passed per tuple)."""
+                    constants: dict[int, object], sparse: tuple[bool, ...] = ()
+                    ) -> Callable[..., pa.Array]:
+    """The kernel over a batch; inputs in `constants` are bound (not passed per tuple);
+    `sparse` (per input position) marks packed sparse payloads."""
+    sparse = sparse or (False,) * spec.arity
+    passed = [s for k, s in enumerate(sparse) if k not in constants]
+
+    def read(array, is_list: bool, is_packed: bool):
+        return (packed(array) if is_packed else rows(array)) if is_list else scalars(array)
+
     def apply(*arrays):
-        batch = iter((rows(a) if is_list else scalars(a))
-                     for a, is_list in zip(arrays, args_are_lists))
+        batch = iter(read(a, is_list, is_packed)
+                     for a, is_list, is_packed in zip(arrays, args_are_lists, passed))
         inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
-        out = run_kernel(spec, *inputs, constants=constants)
+        out = run_sparse_kernel(spec, inputs, sparse, constants) if any(sparse) else \
+            run_kernel(spec, *inputs, constants=constants)
         return list_array(out) if returns_list else pa.array(out)
     return apply
+
+
+def sparsify_function(dense: pa.Array) -> pa.Array:
+    """Dense payloads packed sparse."""
+    return ragged_array(*sparsify(rows(dense)))
 
 
 def aggregate_function(agg: str, expected: int) -> Callable[[pa.Array, pa.Array], pa.Array]:

@@ -6,10 +6,13 @@ come from the table in `sparse_einsum.program.ops`.
 from __future__ import annotations
 
 from math import prod
+from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.lib.stride_tricks import as_strided
 
+from ..blocks import entries, pack, unpack
 from ..program.ops import AGGREGATES, OPS, numpy_function
 from .spec import KernelSpec
 
@@ -99,3 +102,100 @@ def position_offsets(positions: np.ndarray, dims, strides) -> np.ndarray:
         rest //= d
     return offset
 
+
+
+# -- sparse payloads -----------------------------------------------------------------------
+class Packed(NamedTuple):
+    """A batch of packed sparse payloads (see `sparse_einsum.blocks`): tuple t is
+    values[bounds[t]:bounds[t + 1]]."""
+    values: np.ndarray
+    bounds: np.ndarray
+
+
+def run_sparse_kernel(spec: KernelSpec, inputs: list, sparse: tuple[bool, ...],
+                      constants: dict[int, object] | None = None) -> np.ndarray:
+    """`run_kernel` where the inputs flagged in `sparse` are `Packed` batches (a constant
+    one: a Packed of one tuple). A contraction with one sparse operand in matrix-product
+    form is one scipy CSR x dense product per batch; anything else runs densified."""
+    constants = constants or {}
+    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum" and sum(sparse) == 1:
+        s = sparse.index(True)
+        found = _sparse_product(spec, s, inputs, constants)
+        if found is not None:
+            return found if spec.out_dims else found[:, 0]
+    dense = [x if not packed or x is None else unpack(*x, size)
+             for x, packed, size in zip(inputs, sparse, spec.in_sizes)]
+    dense_constants = {k: unpack(*c, spec.in_sizes[k])[0] if sparse[k] else c
+                       for k, c in constants.items()}
+    return run_kernel(spec, *dense, constants=dense_constants)
+
+
+def _matrix_axes(strides: tuple[int, ...], dims: tuple[int, ...], size: int) -> list[int] | None:
+    """The loop dimensions an operand's payload holds, in its row-major order, when its
+    strides are a row-major layout of them (no diagonal); None otherwise."""
+    mine = sorted((t for t, s in enumerate(strides) if s), key=lambda t: -strides[t])
+    step = 1
+    for t in reversed(mine):
+        if strides[t] != step:
+            return None
+        step *= dims[t]
+    return mine if step == size else None
+
+
+def _sparse_product(spec: KernelSpec, s: int, inputs: list, constants: dict) -> np.ndarray | None:
+    """out = S @ D per tuple as one block-diagonal CSR product, or None when the kernel is
+    not in matrix-product form (every reduced dimension in both operands, every output
+    dimension in exactly one) or the dense operand holds inf or NaN."""
+    d = 1 - s
+    dims, n_out = spec.dims, spec.n_out
+    dense = constants[d].reshape(1, -1) if d in constants else inputs[d]
+    if not np.isfinite(dense).all():      # 0 * inf must give NaN, as densified
+        return None
+    s_axes = _matrix_axes(spec.strides[s], dims, spec.in_sizes[s])
+    d_axes = _matrix_axes(spec.strides[d], dims, spec.in_sizes[d])
+    if s_axes is None or d_axes is None:
+        return None
+    in_s, in_d = set(s_axes), set(d_axes)
+    if any((t in in_s) == (t in in_d) for t in range(n_out)) or \
+            any(t not in in_s or t not in in_d for t in range(n_out, len(dims))):
+        return None
+    rows_t = [t for t in range(n_out) if t in in_s]          # S's output dims, loop order
+    cols_t = list(range(n_out, len(dims)))                   # contracted dims
+    outd_t = [t for t in range(n_out) if t in in_d]          # D's output dims
+    R, K, N = (prod(dims[t] for t in ts) for ts in (rows_t, cols_t, outd_t))
+    packed = constants.get(s, inputs[s])
+    tuples, offsets, values = entries(packed.values, packed.bounds)
+    index = np.unravel_index(offsets, [dims[t] for t in s_axes])
+    at = dict(zip(s_axes, index))
+
+    def flat(ts: list[int]) -> np.ndarray:
+        if not ts:
+            return np.zeros(len(offsets), dtype=np.int64)
+        return np.ravel_multi_index([at[t] for t in ts], [dims[t] for t in ts])
+
+    rows, cols = flat(rows_t), flat(cols_t)
+    batch = len(dense) if s in constants else len(packed.bounds) - 1
+    # D as (tuples, K, N): its payload axes reordered to contracted dims, then its outputs
+    d_view = np.asarray(dense, dtype=np.float64).reshape([len(dense)] + [dims[t] for t in d_axes])
+    order = [0] + [1 + d_axes.index(t) for t in cols_t + outd_t]
+    d_mat = d_view.transpose(order).reshape(len(dense), K, N)
+    if s in constants:             # one S for every tuple: S @ [D_1 ... D_T]
+        s_mat = sp.csr_matrix((values, (rows, cols)), shape=(R, K))
+        result = (s_mat @ d_mat.transpose(1, 0, 2).reshape(K, -1)).reshape(R, batch, N)
+        result = result.transpose(1, 0, 2)
+    elif d in constants:           # [S_1; ...; S_T] @ D
+        s_mat = sp.csr_matrix((values, (tuples * R + rows, cols)), shape=(batch * R, K))
+        result = (s_mat @ d_mat[0]).reshape(batch, R, N)
+    else:                          # block diagonal: S_t @ D_t for every t
+        s_mat = sp.csr_matrix((values, (tuples * R + rows, tuples * K + cols)),
+                              shape=(batch * R, batch * K))
+        result = (s_mat @ d_mat.reshape(batch * K, N)).reshape(batch, R, N)
+    # (tuples, S outputs, D outputs) into the kernel's output order
+    shaped = np.asarray(result).reshape([batch] + [dims[t] for t in rows_t + outd_t])
+    place = rows_t + outd_t
+    return shaped.transpose([0] + [1 + place.index(t) for t in range(n_out)]).reshape(batch, -1)
+
+
+def sparsify(values: np.ndarray) -> Packed:
+    """Dense payloads (tuples, size) packed sparse."""
+    return Packed(*pack(values))

@@ -36,11 +36,12 @@ class OptimizerContext:
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
-              scalars_only: bool = False, stored: dict[str, Tiling] | None = None,
+              scalars_only: bool = False, sparse_payloads: bool = True,
+              stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None) -> "OptimizerContext":
         stats = propagate(dag, input_stats)
         model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values, scalars_only)
+                          max_payload_values, scalars_only, sparse_payloads)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
 
     @cached_property
@@ -72,8 +73,8 @@ class OptimizerContext:
             repartition = sum(cost for item, cost in items.items()
                               if isinstance(item, RepartitionItem) and item.consumer == v.name)
             load = 0.0
-            for operand in v.operands:
-                item = LoadItem(operand.tensor, choice.tiling(operand.labels))
+            for k, operand in enumerate(v.operands):
+                item = LoadItem(operand.tensor, choice.tiling(operand.labels), k in choice.sparse)
                 if item in items and item not in loaded:
                     loaded.add(item)
                     load += items[item]

@@ -35,6 +35,7 @@ class LoadItem:
     """Loading an array input in one decomposition (once, whoever reads it)."""
     tensor: str
     tiling: Tiling
+    sparse: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class RepartitionItem:
     have: Tiling
     need: Tiling
     consumer: str
+    sparse: bool = False
 
 
 CostItem = Union[LoadItem, VertexItem, RepartitionItem]
@@ -58,32 +60,30 @@ CostItem = Union[LoadItem, VertexItem, RepartitionItem]
 @dataclass(frozen=True)
 class Partial:
     choices: tuple[tuple[str, Choice], ...]              # sorted by vertex name
-    costs: tuple[tuple[CostItem, float], ...]            # sorted cost items
+    costs: dict[CostItem, float]                         # (not to be changed)
     total: float
 
     @staticmethod
     def make(choices: dict[str, Choice], costs: dict[CostItem, float]) -> "Partial":
-        return Partial(tuple(sorted(choices.items())), tuple(sorted(costs.items(), key=repr)),
-                       sum(costs.values()))
+        return Partial(tuple(sorted(choices.items())), costs, sum(costs.values()))
 
     def merge(self, other: "Partial") -> "Partial | None":
         choices = dict(self.choices)
-        for name, promoted in other.choices:
-            if choices.setdefault(name, promoted) != promoted:
+        for name, choice in other.choices:
+            if choices.setdefault(name, choice) != choice:
                 return None
-        return Partial.make(choices, {**dict(self.costs), **dict(other.costs)})
+        return Partial.make(choices, {**self.costs, **other.costs})
 
     def plus(self, item: CostItem, cost: float,
              choice: tuple[str, Choice] | None = None) -> "Partial":
         choices = dict(self.choices)
         if choice:
             choices[choice[0]] = choice[1]
-        costs = dict(self.costs)
-        costs[item] = cost
-        return Partial.make(choices, costs)
+        return Partial(tuple(sorted(choices.items())), {**self.costs, item: cost},
+                       self.total - self.costs.get(item, 0.0) + cost)
 
 
-EMPTY = Partial((), (), 0.0)
+EMPTY = Partial((), {}, 0.0)
 
 
 def subsets(labels: tuple[str, ...]) -> Iterator[frozenset[str]]:
@@ -143,11 +143,24 @@ class SearchSpace:
     def __init__(self, dag: Dag, model: CostModel, stored: dict[str, Tiling]):
         self.dag, self.model, self.stored = dag, model, stored
         self._moves: dict[tuple[str, Tiling | None, Tiling], float] = {}
+        self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
 
     @cached_property
     def options(self) -> dict[str, list[Choice]]:
-        return {v.name: [c for c in candidates(v, self.dag.label_sizes(v)) if self.model.fits(v, c)]
-                for v in self.dag.vertices}
+        """Per vertex, the choices within the memory cap: tilings, each also with the
+        operands whose payloads would be under a quarter full read sparse."""
+        found = {}
+        for v in self.dag.vertices:
+            found[v.name] = []
+            for c in candidates(v, self.dag.label_sizes(v)):
+                thin = [k for k, o in enumerate(v.operands)
+                        if self.model.sparse_worthwhile(o.tensor, c.tiling(o.labels))]
+                for r in range(len(thin) + 1):
+                    for sparse in itertools.combinations(thin, r):
+                        option = Choice(c.tiles, frozenset(sparse))
+                        if self.model.fits(v, option):
+                            found[v.name].append(option)
+        return found
 
     @cached_property
     def local(self) -> dict[tuple[str, Choice], float]:
@@ -161,36 +174,43 @@ class SearchSpace:
         found = self.local.get((v.name, choice))
         return self.model.vertex(v, choice).total if found is None else found
 
-    def repartition(self, tensor: str, have: Tiling | None, need: Tiling) -> float:
-        """Moving `tensor` from axes `have` to `need` (have None: loading the input), cached."""
-        key = (tensor, have, need)
+    def repartition(self, tensor: str, have: Tiling | None, need: Tiling,
+                    sparse: bool = False) -> float:
+        """Moving `tensor` from tiling `have` to `need`, packed sparse or not (have None:
+        loading the input), cached."""
+        key = (tensor, have, need, sparse)
         if key not in self._moves:
-            self._moves[key] = (self.model.load(tensor, need) if have is None else
-                                self.model.repartition(tensor, have, need))
+            self._moves[key] = (self.model.load(tensor, need, sparse) if have is None else
+                                self.model.repartition(tensor, have, need, sparse))
         return self._moves[key]
 
-    def input_items(self, tensor: str, need: Tiling, consumer: str) -> dict[CostItem, float]:
+    def input_items(self, tensor: str, need: Tiling, consumer: str, sparse: bool = False
+                    ) -> dict[CostItem, float]:
         """An array input is loaded once per decomposition; a stored table may need a
         repartition."""
         if tensor not in self.stored:
-            return {LoadItem(tensor, need): self.repartition(tensor, None, need)}
-        have = self.stored[tensor]
-        if have == need:
+            item = LoadItem(tensor, need, sparse)
+            return {} if item in self.prepaid else {item: self.repartition(tensor, None, need, sparse)}
+        return self.move_items(tensor, self.stored[tensor], need, consumer, sparse)
+
+    def move_items(self, tensor: str, have: Tiling, need: Tiling, consumer: str,
+                   sparse: bool) -> dict[CostItem, float]:
+        """The repartition from a tensor's tiling to the one (and format) a consumer needs."""
+        if have == need and not sparse:
             return {}
-        return {RepartitionItem(tensor, have, need, consumer): self.repartition(tensor, have, need)}
+        return {RepartitionItem(tensor, have, need, consumer, sparse):
+                self.repartition(tensor, have, need, sparse)}
 
     def operand_items(self, v: Vertex, choice: dict[str, Choice]) -> dict[CostItem, float]:
         """Loads and repartitions the operands of `v` need under complete `choice`."""
         items: dict[CostItem, float] = {}
-        for operand in v.operands:
-            need = choice[v.name].tiling(operand.labels)
+        for k, operand in enumerate(v.operands):
+            need, sparse = choice[v.name].tiling(operand.labels), k in choice[v.name].sparse
             if operand.tensor in self.dag.inputs:
-                items.update(self.input_items(operand.tensor, need, v.name))
+                items.update(self.input_items(operand.tensor, need, v.name, sparse))
             else:
                 have = choice[operand.tensor].tiling(self.dag.labels_of(operand.tensor))
-                if have != need:
-                    items[RepartitionItem(operand.tensor, have, need, v.name)] = \
-                        self.repartition(operand.tensor, have, need)
+                items.update(self.move_items(operand.tensor, have, need, v.name, sparse))
         return items
 
     def items(self, choice: dict[str, Choice]) -> dict[CostItem, float]:
@@ -214,20 +234,19 @@ class SearchSpace:
                 if v.name in fixed and fixed[v.name] != out:
                     continue
                 combos = [EMPTY]
-                for operand in v.operands:
-                    need = choice.tiling(operand.labels)
+                for n, operand in enumerate(v.operands):
+                    need, sparse = choice.tiling(operand.labels), n in choice.sparse
                     if operand.tensor in self.dag.inputs:
-                        cands = [Partial.make({}, self.input_items(operand.tensor, need, v.name))]
+                        cands = [Partial.make({}, self.input_items(operand.tensor, need, v.name,
+                                                                   sparse))]
                     else:
                         cands = []
                         for have, lst in table[operand.tensor].items():
+                            moves = self.move_items(operand.tensor, have, need, v.name, sparse)
                             for part in lst:
-                                if have == need:
-                                    cands.append(part)
-                                else:
-                                    item = RepartitionItem(operand.tensor, have, need, v.name)
-                                    cands.append(part.plus(item, self.repartition(
-                                        operand.tensor, have, need)))
+                                for item, cost in moves.items():
+                                    part = part.plus(item, cost)
+                                cands.append(part)
                         cands = _best(cands, k)
                     combos = _merge_lists(combos, cands, k)
                 own = [c.plus(VertexItem(v.name), self.local[(v.name, choice)],
@@ -241,20 +260,31 @@ class SearchSpace:
 
 
 def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
-    """Top-k plans. Tensors consumed more than once have their decomposition enumerated
-    jointly (exact for the cost model) while that stays below JOINT_LIMIT combinations;
-    beyond, the DP runs with wide top-k lists and keeps consistent merges only."""
+    """Top-k plans. Tensors consumed more than once are enumerated jointly (exact for the
+    cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
+    tiling, and for an array input read more than once, the decomposition loaded for
+    several readers (paid once, outside the DP). Beyond, the DP runs with wide top-k lists
+    and keeps consistent merges only."""
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
-    if not shared:
-        return space.run_dp(k, {})
-    if prod(len(o) for o in outs) <= JOINT_LIMIT:
-        found = []
-        for assignment in itertools.product(*outs):
-            found += space.run_dp(k, {v.name: a for v, a in zip(shared, assignment)})
-        return _best(found, k)
-    return space.run_dp(max(k, 16), {})[:k]
+    inputs = [t for t in dag.inputs if t not in space.stored and len(dag.consumers(t)) > 1]
+    loads = [[None] + sorted({LoadItem(t, c.tiling(o.labels), n in c.sparse)
+                              for v in dag.consumers(t) for c in space.options[v.name]
+                              for n, o in enumerate(v.operands) if o.tensor == t}, key=repr)
+             for t in inputs]
+    if prod(len(o) for o in outs + loads) > JOINT_LIMIT:
+        return space.run_dp(max(k, 16), {})[:k]
+    found = []
+    for fixed in itertools.product(*outs):
+        for prepaid in itertools.product(*loads):
+            space.prepaid = frozenset(p for p in prepaid if p is not None)
+            paid = {item: space.repartition(item.tensor, None, item.tiling, item.sparse)
+                    for item in space.prepaid}
+            found += [Partial.make(dict(p.choices), {**p.costs, **paid})
+                      for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
+    space.prepaid = frozenset()
+    return _best(found, k)
 
 
 def greedy(space: SearchSpace) -> Partial:
@@ -264,7 +294,7 @@ def greedy(space: SearchSpace) -> Partial:
         best = None
         for option in space.options[v.name]:
             choice = {**dict(chosen.choices), v.name: option}
-            items = {**dict(chosen.costs), VertexItem(v.name): space.local[(v.name, option)],
+            items = {**chosen.costs, VertexItem(v.name): space.local[(v.name, option)],
                      **space.operand_items(v, choice)}
             cand = Partial.make(choice, items)
             if best is None or cand.total < best.total:

@@ -169,7 +169,8 @@ def _dense(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
 
 def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
     """Each label of each vertex promoted, demoted or tiled (a third each); tiled with any
-    size, or with a divisor of the label's size where padded tiles are not allowed."""
+    size, or with a divisor of the label's size where padded tiles are not allowed; each
+    operand with a payload read sparse with probability 1/3 (where the SQL allows it)."""
     rng = random.Random(seed)
     choices = {}
     for v in ctx.dag.vertices:
@@ -181,7 +182,9 @@ def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
             pick = rng.random()
             tiles[l] = 1 if pick < 1 / 3 else (rng.choice(sizes_ok) if pick < 2 / 3 and sizes_ok
                                                else n)
-        choices[v.name] = Choice.of(tiles)
+        sparse = [k for k, o in enumerate(v.operands) if ctx.model.sparse_payloads
+                  and any(tiles[l] > 1 for l in o.labels) and rng.random() < 1 / 3]
+        choices[v.name] = Choice.of(tiles, sparse)
     return choices
 
 

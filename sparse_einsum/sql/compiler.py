@@ -55,26 +55,29 @@ class Compiler:
         self.temporary, self.nonfinite = temporary, nonfinite
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"
         self.steps: list[Step] = []
-        self.relations: dict[tuple[str, Tiling], TableRelation] = {}
+        self.relations: dict[tuple[str, Tiling, bool], TableRelation] = {}
         self.stored = stored_inputs or {}
         self._tables = 0
         self._kernels = [0]
 
     # -- relations ----------------------------------------------------------
-    def _new_rel(self, tensor: str, tiling: Tiling) -> TableRelation:
+    def _new_rel(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
         self._tables += 1
         return TableRelation(table=f"{self.prefix}_t{self._tables}", tensor=tensor,
                              shape=self.dag.shapes[tensor], tiling=tiling,
-                             labels=self.dag.labels_of(tensor))
+                             labels=self.dag.labels_of(tensor), sparse=sparse)
 
-    def relation(self, tensor: str, tiling: Tiling) -> TableRelation:
-        """The relation of `tensor` tiled by `tiling`, loading or repartitioning as needed."""
-        key = (tensor, tiling)
+    def relation(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
+        """The relation of `tensor` tiled by `tiling` with dense or sparse payloads,
+        loading, repartitioning or converting as needed."""
+        key = (tensor, tiling, sparse)
         if key in self.relations:
             return self.relations[key]
         if tensor in self.dag.inputs and tensor not in self.stored:
-            rel = self._new_rel(tensor, tiling)
+            rel = self._new_rel(tensor, tiling, sparse)
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
+        elif sparse:
+            rel = self._sparsify(self.relation(tensor, tiling))
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
                 self.plan.output_tiling(self.dag.vertex(tensor))
@@ -84,16 +87,30 @@ class Compiler:
 
     def compile(self) -> list[Step]:
         for tensor, rel in self.stored.items():
-            self.relations[(tensor, rel.tiling)] = rel
+            self.relations[(tensor, rel.tiling, rel.sparse)] = rel
         for v in self.dag.vertices:
-            inputs = [self.relation(o.tensor, self.plan.operand_tiling(v, o)) for o in v.operands]
+            inputs = [self.relation(o.tensor, self.plan.operand_tiling(v, o),
+                                    self.plan.operand_sparse(v, k))
+                      for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
             sql = self._vertex_sql(v, inputs, out, builder)
             self.steps.append(Step("sql", out, sql, builder.kernels,
                                    self.plan.uclc(self.dag, v), v.name))
-            self.relations[(v.name, out.tiling)] = out
+            self.relations[(v.name, out.tiling, False)] = out
         return self.steps
+
+    def _sparsify(self, rel: TableRelation) -> TableRelation:
+        """The relation with its payloads packed sparse."""
+        q = self.d.q
+        out = self._new_rel(rel.tensor, rel.tiling, sparse=True)
+        b = StepBuilder(self.prefix, self._kernels)
+        keys = [q(c) for c in rel.columns]
+        sql = self._create(out.table, f"SELECT {', '.join(keys + [self.d.sparsify(b, 'val') + ' AS val'])} "
+                                      f"FROM {q(rel.table)}")
+        self.steps.append(Step("sql", out, sql, b.kernels,
+                               f"sparsify {self._tiling_label(rel.tensor, rel.tiling)}"))
+        return out
 
     def _create(self, table: str, select: str) -> str:
         return self.d.create(table, select, self.temporary)
@@ -150,7 +167,8 @@ class Compiler:
                      else d.scalar_unary(v.op, values[0]))
         else:
             value = d.kernel(b, spec, values, lists,
-                             None if constant is None else (constant, inputs[constant]))
+                             None if constant is None else (constant, inputs[constant]),
+                             tuple(rel.sparse for rel in inputs))
         keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
         key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""
@@ -239,7 +257,8 @@ class Compiler:
             conds = [f"{aliases[k]}.{q(rel.column(axis))} = dom.{col[label]}"
                      for axis, label in enumerate(v.operands[k].labels) if label in col]
             frm += f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON {' AND '.join(conds) or 'TRUE'}"
-            values.append(f"coalesce({aliases[k]}.val, {d.zero(None if rel.is_scalar else rel.sub_size)})")
+            zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
+            values.append(f"coalesce({aliases[k]}.val, {zero})")
         source = {l: f"dom.{col[l]}" for l in promoted}
         return frm, [], values, source
 
@@ -250,7 +269,7 @@ class Compiler:
         middle = tuple(h if h == t else 1 for h, t in zip(rel.tiling, target))
         if middle != rel.tiling:
             rel = self._explode(rel, middle)
-            self.relations[(rel.tensor, rel.tiling)] = rel
+            self.relations[(rel.tensor, rel.tiling, False)] = rel
         if middle != target:
             rel = self._stack(rel, target)
         return rel

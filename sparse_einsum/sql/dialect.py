@@ -37,6 +37,7 @@ class Dialect:
         return self if integers == self.integers else type(self)(integers=integers)
     broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
     max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
+    sparse_payloads: ClassVar[bool] = True       # payloads may be packed sparse
 
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'
@@ -55,10 +56,11 @@ class Dialect:
     def range_from(self, n: int, column: str) -> str:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)
 
-    def zero(self, size: int | None) -> str:
+    def zero(self, size: int | None, sparse: bool = False) -> str:
+        """A zero scalar (size None) or payload of `size` elements, dense or sparse."""
         if size is None:
             return "CAST(0 AS BIGINT)" if self.integers else self.zero_sql
-        return self.zero_array_sql.format(size=int(size))
+        return self.zero_array_sql.format(size=0 if sparse else int(size))
 
     def scalar_aggregate(self, agg: str, x: str) -> str:
         """AGG over scalar values: sums of BIGINT stay BIGINT; min sees NaN as NumPy does
@@ -93,8 +95,16 @@ class Dialect:
         raise NotImplementedError(f"{self.name}: no SQL for {code}")
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None) -> str:
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        """The kernel's SQL on `args` (`lists`: which are arrays) and on the `constant`
+        operand bound once, if any; `sparse`: which operands (every position of the spec)
+        hold packed sparse payloads."""
         raise NotImplementedError
+
+    def sparsify(self, step: StepBuilder, value: str) -> str:
+        """A dense payload packed sparse."""
+        raise PlanError(f"{self.name} SQL has no sparse payloads")
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:

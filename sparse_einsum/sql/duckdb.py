@@ -90,13 +90,18 @@ class DuckDBDialect(_DuckDBSQL):
     broadcast_constants = True
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None) -> str:
-        scaled = _scaled_vector(spec, lists) if constant is None else None
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        scaled = _scaled_vector(spec, lists) if constant is None and not any(sparse) else None
         if scaled is not None:   # a built-in beats the UDF for vector * scalar (measured)
             vector, scalar = args[scaled], args[1 - scaled]
             return f"list_transform({vector}, lambda x: x * {scalar})"
-        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
+        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant,
+                        sparse=tuple(sparse) or (False,) * len(args))
         return f"{name}({', '.join(args)})"
+
+    def sparsify(self, step: StepBuilder, value: str) -> str:
+        return f"{step.use('sparsify', None, (True,), True)}({value})"
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:
@@ -122,6 +127,7 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
     """DuckDB SQL whose statements run in any DuckDB client (no UDFs)."""
     name = "duckdb-builtin"
     max_payload_values = LIST_LIMIT
+    sparse_payloads = False
 
     def _at(self, value: str, size: int, index: str) -> str:
         """Element `index` (0-based SQL) of a list of `size`. A lambda evaluates captured
@@ -133,8 +139,9 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
 
     # -- kernels ----------------------------------------------------------------
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None) -> str:
-        assert constant is None
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        assert constant is None and not any(sparse)
         out_dims, red_dims = spec.dims[: spec.n_out], spec.dims[spec.n_out:]
         self.check_size(max([spec.out_size, *spec.in_sizes]), "dense array")
         elements = []

@@ -33,10 +33,16 @@ class PostgresDialect(Dialect):
         return f"(se_kernel{len(args)}('{spec}', {arrays}))[1]"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None) -> str:
-        arrays = [a if is_list else f"ARRAY[{a}]" for a, is_list in zip(args, lists)]
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        arrays = [(f"se_densify({a}, {size})" if packed else a) if is_list else f"ARRAY[{a}]"
+                  for a, is_list, packed, size in zip(args, lists, sparse or (False,) * len(args),
+                                                      spec.in_sizes)]
         call = f"se_kernel{len(arrays)}({_text(spec)}, {', '.join(arrays)})"
         return call if spec.n_out else f"({call})[1]"
+
+    def sparsify(self, step: StepBuilder, value: str) -> str:
+        return f"se_sparsify({value})"
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:

@@ -47,9 +47,14 @@ class SparkDialect(Dialect):
         return f"{SCALAR_UDF_PREFIX}{op.name}({', '.join(args)})"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None) -> str:
-        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant)
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant,
+                        sparse=tuple(sparse) or (False,) * len(args))
         return f"{name}({', '.join(args)})"
+
+    def sparsify(self, step: StepBuilder, value: str) -> str:
+        return f"{step.use('sparsify', None, (True,), True)}({value})"
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:

@@ -22,6 +22,7 @@ class TableRelation:
     shape: tuple[int, ...]
     tiling: Tiling                 # tile size per axis
     labels: tuple[str, ...]        # the tensor's labels, one per axis
+    sparse: bool = False           # payloads packed sparse (see `sparse_einsum.blocks`)
 
     @property
     def keyed(self) -> tuple[int, ...]:
@@ -63,6 +64,7 @@ class KernelUse:
     agg: str = "sum"
     expected_count: int = 0
     constant: tuple[int, TableRelation] | None = None   # (input position, relation) bound once
+    sparse: tuple[bool, ...] = ()                 # per argument: a packed sparse payload
 
 
 @dataclass

@@ -61,41 +61,75 @@ def exact_stats(x: object) -> TensorStats:
         nonzero = csr.data != 0
         rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[nonzero]
         cols = csr.indices[nonzero]
-        return TensorStats(tuple(csr.shape), float(np.count_nonzero(nonzero)),
-                           (float(len(np.unique(rows))), float(len(np.unique(cols)))),
+        nnz = len(rows)
+        distinct = (float(np.count_nonzero(np.diff(csr.indptr) if nonzero.all() else
+                                           np.bincount(rows, minlength=csr.shape[0]))),
+                    float(np.count_nonzero(np.bincount(cols, minlength=csr.shape[1]))))
+        return TensorStats(tuple(csr.shape), float(nnz), distinct,
                            tile_counts=_tile_counts(csr.shape, rows, cols),
                            **_values(csr.data[nonzero]))
     array = np.asarray(x)
     nonzero = array != 0
+    nnz = int(np.count_nonzero(nonzero))
     distinct = []
     for axis in range(array.ndim):
         others = tuple(a for a in range(array.ndim) if a != axis)
         distinct.append(float(np.count_nonzero(nonzero.any(axis=others) if others else nonzero)))
     counts = None
     if array.ndim == 2:
-        counts = _tile_counts(array.shape, *np.nonzero(nonzero))
-    return TensorStats(tuple(array.shape), float(np.count_nonzero(nonzero)), tuple(distinct),
+        counts = _tile_counts(array.shape, *np.nonzero(nonzero)) if nnz < array.size else \
+            {tiling: float(key_range(tiling[0], array.shape[0]) *
+                           key_range(tiling[1], array.shape[1]))
+             for tiling in _tilings(array.shape)}
+    return TensorStats(tuple(array.shape), float(nnz), tuple(distinct),
                        tile_counts=counts, **_values(array))
+
+
+def _tilings(shape: tuple[int, int]) -> list[Tiling]:
+    """The candidate tilings of a matrix in which at least one axis is tiled (the
+    promotions are counted by the distinct counts and the support)."""
+    options = [(1, *tile_sizes(n), n) for n in shape]
+    return [(b0, b1) for b1 in options[1] for b0 in options[0]
+            if not (b0 in (1, shape[0]) and b1 in (1, shape[1]))]
 
 
 def _tile_counts(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray
                  ) -> dict[Tiling, float]:
-    """Non-empty tiles of a matrix with non-zeros at (rows, cols), for every pair of
-    candidate tile sizes of which one tiles its axis."""
-    options = [(1, *tile_sizes(n), n) for n in shape]
-    counts = {}
-    for b0 in options[0]:
-        r0 = rows // b0
-        for b1 in options[1]:
-            if b0 in (1, shape[0]) and b1 in (1, shape[1]):
-                continue                     # promotions: distinct counts and support
-            r1 = key_range(b1, shape[1])
-            ids = r0 * r1 + cols // b1
-            n = key_range(b0, shape[0]) * r1
-            found = np.count_nonzero(np.bincount(ids, minlength=n)) if n <= 1 << 26 else \
-                len(np.unique(ids))
-            counts[(b0, b1)] = float(found)
+    """Non-empty tiles of a matrix with non-zeros at (rows, cols), given in row-major
+    order, for every candidate tiling: per column tile size one stable sort of the
+    distinct (row, column tile) pairs by column tile, then one linear pass per row tile
+    size (coarsening the rows keeps that order)."""
+    counts: dict[Tiling, float] = {}
+    wanted = _tilings(shape)
+    rows, cols = rows.astype(np.int32, copy=False), cols.astype(np.int32, copy=False)
+    for b1 in sorted({b1 for _, b1 in wanted}):
+        col_tile = _tile_of(cols, b1)
+        first = np.ones(len(rows), dtype=bool)
+        first[1:] = (rows[1:] != rows[:-1]) | (col_tile[1:] != col_tile[:-1])
+        r, c = rows[first], col_tile[first]
+        if b1 < shape[1]:
+            order = _stable_order(c, key_range(b1, shape[1]))
+            r, c = r[order], c[order]
+        col_changes = c[1:] != c[:-1]
+        for b0 in (b0 for b0, b in wanted if b == b1):
+            row_tile = _tile_of(r, b0)
+            changes = np.count_nonzero(col_changes | (row_tile[1:] != row_tile[:-1]))
+            counts[(b0, b1)] = float(changes + 1) if len(r) else 0.0
     return counts
+
+
+def _tile_of(index: np.ndarray, b: int) -> np.ndarray:
+    """index // b, as a shift when b is a power of two."""
+    return index >> (b.bit_length() - 1) if b & (b - 1) == 0 else index // b
+
+
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """A stable argsort of non-negative integer keys below `bound`, as radix sorts of
+    16-bit digits (linear time)."""
+    order = np.argsort(keys.astype(np.uint16), kind="stable")
+    if bound > 1 << 16:
+        order = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:

@@ -1010,3 +1010,62 @@ se_stack_deserial(PG_FUNCTION_ARGS)
 	memcpy(st->data, p + st->g.positions, sizeof(double) * (Size) st->g.size);
 	PG_RETURN_POINTER(st);
 }
+
+/* ---------------------------------------------------------------- sparse payloads */
+
+/*
+ * A sparse payload packs the non-zeros of a dense payload of `size` elements into one
+ * float8[]: their flat offsets (ascending), then their values.
+ */
+PG_FUNCTION_INFO_V1(se_densify);
+Datum
+se_densify(PG_FUNCTION_ARGS)
+{
+	int			n;
+	const double *p = f8_data(PG_GETARG_ARRAYTYPE_P(0), &n, "se_densify", "packed");
+	int64		size = PG_GETARG_INT64(1);
+	int			k = n / 2;
+	double	   *out;
+	ArrayType  *r;
+
+	if (n % 2)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("se_densify: a packed payload has an even length, not %d", n)));
+	r = new_f8_array(size, &out);
+	if (size > 0)
+		memset(out, 0, sizeof(double) * (Size) size);
+	for (int i = 0; i < k; i++)
+	{
+		double		at = p[i];
+
+		if (!(at >= 0 && at < (double) size))
+			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+							errmsg("se_densify: offset %g outside a payload of " INT64_FORMAT
+								   " elements", at, size)));
+		out[(int64) at] = p[k + i];
+	}
+	PG_RETURN_ARRAYTYPE_P(r);
+}
+
+PG_FUNCTION_INFO_V1(se_sparsify);
+Datum
+se_sparsify(PG_FUNCTION_ARGS)
+{
+	int			n;
+	const double *d = f8_data(PG_GETARG_ARRAYTYPE_P(0), &n, "se_sparsify", "dense");
+	int			k = 0;
+	double	   *out;
+	ArrayType  *r;
+
+	for (int i = 0; i < n; i++)
+		k += d[i] != 0.0;
+	r = new_f8_array(2 * (int64) k, &out);
+	for (int i = 0, j = 0; i < n; i++)
+		if (d[i] != 0.0)
+		{
+			out[j] = (double) i;
+			out[k + j] = d[i];
+			j++;
+		}
+	PG_RETURN_ARRAYTYPE_P(r);
+}
