@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up PostgreSQL 15 with the sparse_einsum kernels for the tests (run as root, Debian 12):
-# installs the packages, builds and installs udf_kernels/postgres, starts a throwaway
-# cluster on the Unix socket dir /tmp/se-pg (port 5432) with a database sparse_einsum and
-# a superuser role root. Idempotent. Logs go to stderr; the last stdout line is
+# installs the packages (OpenBLAS for the kernels' matrix products), builds and installs
+# udf_kernels/postgres, starts a throwaway cluster on the Unix socket dir /tmp/se-pg (port
+# 5432; SE_PG_DIR and SE_PG_PORT choose others) with a database sparse_einsum and a
+# superuser role root, and creates the extension or updates an older one. Idempotent.
+# Logs go to stderr; the last stdout line is
 #     export SE_TEST_PG_DSN=...
 # so CI runs: eval "$(bash .ci/pg_setup.sh)"
 set -euo pipefail
@@ -11,15 +13,16 @@ exec 3>&1 1>&2                                   # keep stdout for the export li
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PGVER=15
 PGBIN=/usr/lib/postgresql/$PGVER/bin
-DIR=/tmp/se-pg
-PORT=5432
+DIR=${SE_PG_DIR:-/tmp/se-pg}
+PORT=${SE_PG_PORT:-5432}
 DB=sparse_einsum
 
-if ! dpkg -s postgresql-$PGVER postgresql-server-dev-$PGVER >/dev/null 2>&1; then
-    echo "pg_setup: installing postgresql-$PGVER postgresql-server-dev-$PGVER"
+PACKAGES="postgresql-$PGVER postgresql-server-dev-$PGVER libopenblas-dev make gcc"
+if ! dpkg -s $PACKAGES >/dev/null 2>&1; then
+    echo "pg_setup: installing $PACKAGES"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        postgresql-$PGVER postgresql-server-dev-$PGVER make gcc >/dev/null
+        $PACKAGES >/dev/null
 fi
 
 echo "pg_setup: building the kernels"

@@ -5,6 +5,7 @@ Run the scripts as modules from the repository root::
     python -m experiments.bench --workload gcn2 --quick
     python -m experiments.bench_optimizer
     python -m experiments.bench_spmm
+    python -m experiments.bench_native
     python -m experiments.bench_pg_kernels
     python -m experiments.out_of_core
     python -m experiments.datasets --list

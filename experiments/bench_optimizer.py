@@ -31,21 +31,10 @@ from sparse_einsum import Session
 from sparse_einsum.backends import open_backend
 from sparse_einsum.optimizer.strategies import candidate_plans
 
-from .common import add_output_arguments, command_line, output_dirs
+from .common import Report, add_output_arguments, command_line, output_dirs
 from .workloads import workload
 
 PROGRAMS = ("gcn_layer", "sparse_attention", "chain3")
-
-
-class Report:
-    """Prints each line and keeps it for the log file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
 
 
 def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report) -> dict:

@@ -15,6 +15,17 @@ GENERATED = "generated"      # subdirectory of the results for charts and logs (
 FOLDABLE = ("greedy", "relational", "dense")
 
 
+class Report:
+    """Prints each line and keeps it for the log file."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+
 def add_output_arguments(ap: argparse.ArgumentParser) -> None:
     """--out (where the CSV tables go) and --publish (charts and logs next to them)."""
     ap.add_argument("--out", default=str(RESULTS),

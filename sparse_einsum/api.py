@@ -1,7 +1,6 @@
 """The Python entry points: evaluate a NumPy einsum string, or run a program, in SQL."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -9,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import DataError
-from .inputs import is_frame
+from .inputs import is_frame, numeric_array
 from .plan import Plan
 from .program.model import Program
 from .program.subscripts import Subscripts, parse_subscripts, sublist_subscripts
@@ -67,12 +66,13 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
         raise DataError("einsum: expected subscripts and operands")
     if isinstance(args[0], str):
         text, operands = args[0], list(args[1:])
-    elif isinstance(args[0], (bytes, os.PathLike)) or args[0] is None:
-        raise DataError(f"einsum: subscripts must be a string such as 'ij,jk->ik', not "
-                        f"{type(args[0]).__name__}")
-    else:
+    elif len(args) > 1 and isinstance(args[1], (list, tuple)):
         text, operands = sublist_subscripts(args)
-    values = [_operand(x, k) for k, x in enumerate(operands)]
+    else:
+        raise DataError(f"einsum: the subscripts must be a string such as 'ij,jk->ik', not "
+                        f"{type(args[0]).__name__}")
+    values = [x if is_frame(x) else numeric_array(f"einsum {text!r}: operand {k}", x)
+              for k, x in enumerate(operands)]
     parsed = parse_subscripts(text, [None if is_frame(v) else v.shape for v in values])
     probes = [np.zeros((1,) * len(term), np.float64) if is_frame(v) else np.zeros((1,) * v.ndim, v.dtype)
               for term, v in zip(parsed.terms, values)]
@@ -88,17 +88,6 @@ def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Sessio
     return Session(call.subscripts.program(), call.data, backend=backend,
                    label_names=call.subscripts.label_names(),
                    output_dtypes={"OUT": call.dtype}, **options)
-
-
-def _operand(x: object, k: int) -> object:
-    if sp.issparse(x) or is_frame(x):
-        return x
-    if isinstance(x, (str, bytes)):
-        raise DataError(f"einsum: operand {k} is a {type(x).__name__}, not an array")
-    array = np.asarray(x)
-    if array.dtype == object:
-        raise DataError(f"einsum: operand {k} is not numeric (dtype object)")
-    return array
 
 
 def _squeeze(value: object, axes: tuple[int, ...]) -> object:

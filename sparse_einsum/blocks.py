@@ -165,4 +165,6 @@ def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarra
     tiles = flat.reshape([r for r, _ in grid] + [b for _, b in grid])
     order = [x for a in range(len(grid)) for x in (a, len(grid) + a)]
     padded = tiles.transpose(order).reshape([r * b for r, b in grid])
-    return padded[tuple(slice(0, n) for n in shape)].copy()
+    result = padded[tuple(slice(0, n) for n in shape)]
+    # a contiguous view of our own array needs no copy (no padding cut off, no transpose)
+    return result if getattr(result, "ndim", 0) and result.flags.c_contiguous else result.copy()

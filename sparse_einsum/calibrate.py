@@ -1,7 +1,12 @@
 """`sparse-einsum calibrate`: fit the cost constants to the engine at hand.
 
+Each way an engine runs kernels has its own constants, stored under its dialect's name:
+DuckDB is measured with its extension (duckdb-native) and with the UDF kernels it falls
+back to (duckdb); PostgreSQL with its C extension.
+
 C_kernel comes from timing the kernels' own dense products (seconds per flop), C_sparse
-from their sparse x dense products, the two load constants from timing array inputs loaded into the engine. The cost of a
+from their sparse x dense products, the two load constants from timing array inputs
+loaded into the engine. The cost of a
 plan is linear in the remaining constants (C_xfer, C_fixed, C_add, C_group), so they
 come from a non-negative least-squares fit, on relative errors, to the measured times
 of the plans the optimizer chooses between on three small programs (its top plans
@@ -9,6 +14,7 @@ plus the relational and the dense plan), with loads and the kernel part subtract
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import replace
@@ -20,18 +26,23 @@ import scipy.sparse as sp
 from scipy.optimize import nnls
 
 from .backends import open_backend
-from .blocks import decompose
+from .blocks import Blocks, decompose
 from .cost import DEFAULT_PARAMS, CostModel, CostParams, load_params, save_params
+from .errors import SparseEinsumError
+from .kernels.spec import KernelSpec
 from .optimizer.context import OptimizerContext
 from .optimizer.search import SearchSpace
 from .optimizer.strategies import candidate_plans
 from .plan import Plan
 from .session import Session
-from .sql.steps import TableRelation
+from .sql.native import NativeDialect
+from .sql.steps import StepBuilder, TableRelation
 from .tiling import promotion
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
 FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
+# the ways each backend runs kernels, as backend options
+PATHS = {"duckdb": [{"native": True}, {"native": False}]}
 
 
 _PROGRAMS = {
@@ -62,16 +73,16 @@ def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3) -> float:
-    """Seconds per flop of the kernels' dense products on this backend."""
-    if db.name == "postgres":
-        return _postgres_kernel_seconds_per_flop(db, repeats)
+    """Seconds per flop of the kernels' dense products on this backend's kernel path."""
+    if isinstance(db.dialect, NativeDialect):
+        return _native_seconds_per_flop(db, repeats)
     return _numpy_seconds_per_flop(repeats)
 
 
 def sparse_seconds_per_flop(db, repeats: int = 3) -> float:
     """Seconds per flop of a sparse x dense product (CSR times 64 dense columns), the
-    kernel DuckDB's UDFs run on sparse payloads; 0 where the engine densifies them."""
-    if db.name == "postgres":
+    kernel the UDF path runs on sparse payloads; 0 where the engine densifies them."""
+    if isinstance(db.dialect, NativeDialect):
         return 0.0
     rng = np.random.default_rng(2)
     n = 20_000
@@ -85,22 +96,30 @@ def sparse_seconds_per_flop(db, repeats: int = 3) -> float:
     return statistics.median(times) / (2 * a.nnz * 64)
 
 
-def _postgres_kernel_seconds_per_flop(db, repeats: int) -> float:
-    """Time the C kernel on 64 matrix-vector products of 512 x 512 in one query."""
-    spec = "mul;sum;1;512,512;0,1;1,512"
-    db.execute("CREATE TEMP TABLE se_cal_m AS SELECT array_agg(random()) AS m "
-               "FROM generate_series(1, 512 * 512)")
-    db.execute("CREATE TEMP TABLE se_cal_v AS SELECT g, (SELECT array_agg(random()) FROM "
-               "generate_series(1, 512 + g * 0)) AS v FROM generate_series(1, 64) AS g")
+def _native_seconds_per_flop(db, repeats: int, n: int = 512, rows: int = 256) -> float:
+    """Time the C kernel on `rows` vector x matrix products against one n x n matrix
+    tuple, in one statement (the shape of a projection by a weight matrix)."""
+    rng = np.random.default_rng(1)
+    matrix = TableRelation("se_cal_m", "M", (n, n), promotion((n, n), ()), ("m", "k"))
+    vectors = TableRelation("se_cal_v", "V", (rows, n), promotion((rows, n), (0,)), ("r", "m"))
+    spec = KernelSpec("mul", "sum", (n, n), 1, ((0, 1), (1, n)), (n, n * n))
+    value = db.dialect.kernel(StepBuilder("se_cal", [0]), spec, ["v.val", "m.val"], [True, True])
+    key = db.dialect.q(vectors.column(0))
+    create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val FROM se_cal_v AS v "
+                                             "CROSS JOIN se_cal_m AS m", temporary=True)
     times = []
     try:
-        for _ in range(repeats):
+        db.load(matrix, Blocks([], rng.normal(size=(1, n * n))))
+        db.load(vectors, Blocks([np.arange(rows)], rng.normal(size=(rows, n))))
+        for _ in range(repeats + 1):
             start = time.perf_counter()
-            db.query(f"SELECT sum((se_kernel2('{spec}', v, m))[1]) FROM se_cal_v, se_cal_m", [])
+            db.execute(create)
             times.append(time.perf_counter() - start)
+            db.execute("DROP TABLE se_cal_out")
     finally:
-        db.execute("DROP TABLE IF EXISTS se_cal_m, se_cal_v")
-    return statistics.median(times) / (2 * 64 * 512 * 512)
+        for rel in (matrix, vectors):
+            db.drop(rel)
+    return statistics.median(times[1:]) / (2 * rows * n * n)
 
 
 def _numpy_seconds_per_flop(repeats: int) -> float:
@@ -148,32 +167,43 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
 
 def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None = None,
               scale: float = 1.0, repeats: int = 3, master: str | None = None) -> dict:
-    """Measure, fit, store in the user's config file (or `path`); returns the constants,
-    where they were stored and, per timed plan, measured against predicted seconds.
+    """Measure and fit every kernel path of `backend`, store each path's constants in the
+    user's config file (or `path`); returns, per path, the constants, where they were
+    stored and, per timed plan, measured against predicted seconds.
     `master`: the Spark master or Spark Connect URL (--backend spark)."""
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise SparseEinsumError(f"scale must be a positive finite number, not {scale!r}")
+    results = []
+    for options in PATHS.get(backend, [{}]):
+        db, _ = open_backend(backend, dsn=dsn, master=master, **options)
+        with db:
+            results.append(_calibrate_path(db, path, scale, repeats))
+    return {"backend": backend, "paths": results}
+
+
+def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     rng = np.random.default_rng(0)
-    db, _ = open_backend(backend, dsn=dsn, master=master)
     features, seconds, kernel_part, names = [], [], [], []
-    fitted = FITTED + (("c_shuffle",) if DEFAULT_PARAMS.get(backend, _UNIT).c_shuffle else ())
-    unit = db.cost_params(replace(_UNIT, parallelism=DEFAULT_PARAMS.get(
-        backend, _UNIT).parallelism))
-    with db:
-        c_kernel = kernel_seconds_per_flop(db)
-        c_sparse = sparse_seconds_per_flop(db)
-        c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
-        for program, data in _workloads(scale, rng):
-            with Session(_PROGRAMS[program], data, backend=db,
-                         params=load_params(db.name)) as session:
-                ctx = session.optimizer()
-                for plan in candidate_plans(ctx, top=4):
-                    features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
-                                     for f in fitted])
-                    kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel,
-                                                               c_sparse=c_sparse), plan))
-                    # the first run warms up
-                    times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
-                    seconds.append(statistics.median(times[1:]))
-                    names.append(f"{program} {plan.name}")
+    # engines that shuffle also fit the shuffle term; the cluster's parallelism is known
+    default = DEFAULT_PARAMS.get(db.dialect.name, _UNIT)
+    fitted = FITTED + (("c_shuffle",) if default.c_shuffle else ())
+    unit = db.cost_params(replace(_UNIT, parallelism=default.parallelism))
+    c_kernel = kernel_seconds_per_flop(db)
+    c_sparse = sparse_seconds_per_flop(db)
+    c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
+    for program, data in _workloads(scale, rng):
+        with Session(_PROGRAMS[program], data, backend=db,
+                     params=load_params(db.dialect.name)) as session:
+            ctx = session.optimizer()
+            for plan in candidate_plans(ctx, top=4):
+                features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
+                                 for f in fitted])
+                kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel,
+                                                           c_sparse=c_sparse), plan))
+                # the first run warms up
+                times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
+                seconds.append(statistics.median(times[1:]))
+                names.append(f"{program} {plan.name}")
     measured = np.array(seconds)
     rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
@@ -181,7 +211,8 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
                         c_sparse=c_sparse, parallelism=unit.parallelism, **fit)
     predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
-    stored = save_params(db.name, params, Path(path) if path else None)
-    return {"backend": backend, "constants": params.to_dict(), "stored_in": str(stored),
+    stored = save_params(db.dialect.name, params, Path(path) if path else None)
+    return {"dialect": db.dialect.name, "kernels": db.dialect.kernels,
+            "constants": params.to_dict(), "stored_in": str(stored),
             "fit": [{"plan": n, "measured_s": s, "predicted_s": float(p)}
                     for n, s, p in zip(names, seconds, predicted)]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import zipfile
@@ -19,6 +20,7 @@ import numpy as np
 from .errors import DataError, SparseEinsumError
 
 PROG = "sparse-einsum"
+LONG_FILE = 1 << 20     # program files from which parsing reports its progress
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,9 +98,18 @@ def load_data(program, directory: str | Path) -> dict[str, object]:
     return data
 
 
-def _program(path: str):
+def _program(path: str, args: argparse.Namespace | None = None):
     from .program.parser import load_program
-    return load_program(Path(path))
+    size = Path(path).stat().st_size if Path(path).is_file() else 0
+    report = _progress(args) if args is not None and size >= LONG_FILE else None
+    start = time.perf_counter()
+    if report:
+        report(f"parsing {path} ({size / 1e6:.1f} MB) ...")
+    program = load_program(Path(path))
+    if report:
+        report(f"parsed {len(program.statements)} statements: "
+               f"{time.perf_counter() - start:.1f} s")
+    return program
 
 
 def _backend_options(args: argparse.Namespace) -> dict[str, str]:
@@ -119,7 +130,7 @@ def _backend_options(args: argparse.Namespace) -> dict[str, str]:
 
 # -- subcommands --------------------------------------------------------------
 def _progress(args: argparse.Namespace) -> Callable[[str], None] | None:
-    if args.quiet:
+    if getattr(args, "quiet", False):
         return None
     return lambda line: print(line, file=sys.stderr, flush=True)
 
@@ -144,11 +155,12 @@ def summarize(outputs: dict[str, np.ndarray], plan_name: str) -> list[str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from .session import Session
     options = _backend_options(args)
-    program = _program(args.program)
+    program = _program(args.program, args)
     data = load_data(program, args.data)
     start = time.perf_counter()
-    with Session(program, data, backend=args.backend, **options) as session:
-        execution = session.run(args.plan, progress=_progress(args))
+    with Session(program, data, backend=args.backend, progress=_progress(args),
+                 **options) as session:
+        execution = session.run(args.plan)
     seconds = time.perf_counter() - start
     for line in summarize(execution.outputs, execution.plan.name):
         print(line)
@@ -175,7 +187,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .api import explain
     from .explanation import format_explanation
     options = _backend_options(args)
-    program = _program(args.program)
+    program = _program(args.program, args)
     data = load_data(program, args.data)
     extra = {"sql": True} if args.sql else {}
     result = explain(program, data, top=args.top, analyze=args.analyze, backend=args.backend,
@@ -189,14 +201,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from .compile_job import compile_job
-    program = _program(args.program)
+    program = _program(args.program, args)
     data = load_data(program, args.data) if args.data else None
     options = {"plan": args.plan} if args.plan else {}
     if args.dsn is not None and args.dialect != "postgres":
         args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
-    if args.database is not None and args.dialect != "duckdb":
+    if args.database is not None and args.dialect == "postgres":
         args.parser.error(f"--database does not apply to --dialect {args.dialect}")
-    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database)) if v})
+    if args.extension is not None and args.dialect != "duckdb":
+        args.parser.error(f"--extension does not apply to --dialect {args.dialect}")
+    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database),
+                                      ("extension", args.extension)) if v})
     text = compile_job(program, dialect=args.dialect, data=data, **options)
     if args.output == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -213,16 +228,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate
     options = _backend_options(args)
-    if args.scale <= 0:
-        args.parser.error(f"--scale must be positive, not {args.scale}")
+    if not math.isfinite(args.scale) or args.scale <= 0:
+        args.parser.error(f"--scale must be a positive finite number, not {args.scale}")
     result = calibrate(backend=args.backend, path=args.output, scale=args.scale, **options)
-    print(f"{'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
-    for row in result["fit"]:
-        print(f"{row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
-    print()
-    for key, value in result["constants"].items():
-        print(f"{key:<13} {value:.3g}")
-    print(f"constants for {result['backend']} written to {result['stored_in']}", file=sys.stderr)
+    for path in result["paths"]:
+        print(f"{path['dialect']}: kernels {path['kernels']}")
+        print(f"  {'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
+        for row in path["fit"]:
+            print(f"  {row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
+        for key, value in path["constants"].items():
+            print(f"  {key:<13} {value:.3g}")
+        print(f"constants for {path['dialect']} written to {path['stored_in']}", file=sys.stderr)
     return 0
 
 
@@ -231,6 +247,28 @@ def cmd_install_kernels(args: argparse.Namespace) -> int:
     result = install_kernels(args.dsn)
     print(f"sparse_einsum_kernels installed: version {result}" if isinstance(result, str)
           else result)
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from .backends import open_backend
+    if (args.dsn is None) == (args.database is None):
+        args.parser.error("give one database: --dsn (PostgreSQL) or --database (a DuckDB file)")
+    if args.database is not None and not Path(args.database).is_file():
+        raise DataError(f"DuckDB database {args.database} does not exist")
+    backend, _ = (open_backend("postgres", dsn=args.dsn) if args.dsn else
+                  open_backend("duckdb", database=args.database))
+    with backend:
+        found = backend.cleanup(dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for item in found:
+        print(f"{verb} {item}")
+    print(f"{verb} {len(found)} leftover{'s' if len(found) != 1 else ''} of killed runs",
+          file=sys.stderr)
+def cmd_build_extension(args: argparse.Namespace) -> int:
+    from .backends import duckdb_extension
+    duckdb_extension.fetch_headers()
+    print(duckdb_extension.build(force=args.force))
     return 0
 
 
@@ -270,6 +308,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _top(text: str) -> int:
+    from .optimizer.strategies import MAX_TOP
+    value = _positive_int(text)
+    if value > MAX_TOP:
+        raise argparse.ArgumentTypeError(f"at most {MAX_TOP} plans are ranked, not {value}")
+    return value
+
+
 def plan_help() -> str:
     """The --plan help, from the strategy registry."""
     from .optimizer.strategies import STRATEGIES
@@ -278,7 +324,9 @@ def plan_help() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from .api import DEFAULT_PLAN
+    from .sql import JOB_DIALECTS
     from .examples import EXAMPLES
+    from .optimizer.strategies import MAX_TOP
 
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
@@ -318,8 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
     sub.add_argument("--data", metavar="DIR", required=True,
                      help="directory with NAME.npy (dense) or NAME.npz (scipy.sparse) per input")
-    sub.add_argument("--top", metavar="K", type=_positive_int, default=3,
-                     help="how many plans to show (default: 3)")
+    sub.add_argument("--top", metavar="K", type=_top, default=3,
+                     help=f"how many plans to show (default: 3, at most {MAX_TOP})")
     sub.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_argument("--analyze", action="store_true",
                      help="also run each plan and report actual times")
@@ -331,8 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
                   "-o gcn.sql", cmd_compile)
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
-    sub.add_argument("--dialect", choices=("postgres", "duckdb"), required=True,
-                     help="SQL dialect to write")
+    sub.add_argument("--dialect", choices=JOB_DIALECTS, required=True,
+                     help="SQL dialect to write: duckdb jobs load the sparse_einsum DuckDB "
+                          "extension (run them with duckdb -unsigned); duckdb-builtin jobs "
+                          "need none but hold at most 4096 values per tuple")
     sub.add_argument("-o", "--output", metavar="FILE", required=True,
                      help="SQL file to write ('-' for stdout)")
     sub.add_argument("--data", metavar="DIR",
@@ -345,8 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--database", metavar="FILE.duckdb",
                        help="DuckDB file to read shapes and statistics of the input tables from "
                             "(--dialect duckdb); without either, bounds must be declared")
+    sub.add_argument("--extension", metavar="PATH",
+                     help="where the job loads the DuckDB extension from (default: the one "
+                          "built on this machine, see build-extension)")
 
-    sub = command("calibrate", "Measure the cost model's constants on a database",
+    sub = command("calibrate", "Measure the cost model's constants on a database (each way it "
+                               "runs kernels: DuckDB with and without its extension)",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
     _add_backend(sub, duckdb_options=False, help="database to measure (default: duckdb)")
     sub.add_argument("--output", metavar="FILE", help="where to save the constants "
@@ -359,6 +413,18 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} install-kernels --dsn postgresql://postgres@localhost/postgres",
                   cmd_install_kernels)
     sub.add_argument("--dsn", required=True, help="PostgreSQL connection string")
+
+    sub = command("cleanup", "Remove what killed runs of older versions left in a database: "
+                  "tables named se_<10 hex digits>_..., and DuckDB spill files of dead processes",
+                  f"{PROG} cleanup --database data.duckdb --dry-run", cmd_cleanup)
+    sub.add_argument("--dsn", help="PostgreSQL connection string")
+    sub.add_argument("--database", metavar="FILE.duckdb", help="DuckDB database file")
+    sub.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    sub = command("build-extension",
+                  "Build the sparse_einsum DuckDB extension (fetching DuckDB's C headers from "
+                  "PyPI if they are not cached) and print its path",
+                  f"{PROG} build-extension", cmd_build_extension)
+    sub.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
 
     listing = "; ".join(f"{e.name}: {e.description}" for e in EXAMPLES.values())
     sub = command("example", "Write an example program and its data (NAME.se, NAME_data/) to DIR",

@@ -4,6 +4,11 @@ The job reads its inputs from the tables named in ``from`` clauses (or from data
 as INSERTs), computes every intermediate as a TEMP table, and writes each output as a
 table named after it: one column per label plus ``val``, one row per non-zero. It runs
 in one transaction, so a failure leaves earlier results untouched.
+
+Kernels: a PostgreSQL job calls the sparse_einsum_kernels extension; a DuckDB job
+(dialect ``duckdb``) LOADs the sparse_einsum DuckDB extension from the path built here
+(or the one given as `extension`), so the shell must run with ``-unsigned``; dialect
+``duckdb-builtin`` needs no extension but holds at most LIST_LIMIT values per tuple.
 """
 from __future__ import annotations
 
@@ -13,13 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .backends import duckdb_extension
+from .backends.pg_kernels import KERNELS_VERSION
 from .blocks import decompose
-from .errors import DataError, PlanError, ProgramError
+from .errors import DataError, PlanError, ProgramError, SparseEinsumError
 from .inputs import FILE_FORMATS
 from .plan import Plan
 from .program.model import InputDecl, Program
 from .program.parser import load_program
 from .session import ASSUMED_PER_INDEX, Session
+from .sql import JOB_DIALECTS
 from .sql.dialect import Dialect
 from .sql.duckdb import file_scan
 from .sql.pretty import pretty
@@ -29,17 +37,17 @@ from .sql.steps import TableRelation
 PREFIX = "se_job"               # intermediates: se_job_in<N> (inputs), se_job_t<N>
 EMBED_LIMIT = 100_000           # most non-zeros of one input embedded as INSERTs
 ROWS_PER_INSERT = 1000
-KERNELS_VERSION = "1.0"
 
 
 def compile_job(program: Program | str | Path, *, dialect: str, data: dict | None = None,
                 plan: str | Plan = "optimal", dsn: str | None = None,
-                database: str | None = None) -> str:
-    """The SQL job of `program` for `dialect` (postgres or duckdb) under `plan`.
+                database: str | None = None, extension: str | None = None) -> str:
+    """The SQL job of `program` for `dialect` (one of JOB_DIALECTS) under `plan`.
 
     Shapes and statistics come from the live database when `dsn` (postgres) or
     `database` (a DuckDB file) is given; otherwise from declared bounds and assumptions.
-    Inputs without a table binding are embedded from `data`.
+    Inputs without a table binding are embedded from `data`. A duckdb job LOADs the
+    DuckDB extension from `extension` (default: the one built on this machine).
     """
     program = load_program(program)
     data = dict(data or {})
@@ -64,10 +72,13 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                  f"assumed (no database given): each table holds min(size, "
                  f"{ASSUMED_PER_INDEX} x longest axis) non-zeros spread uniformly, every index used")
         q = job_dialect.q
-        out = _header(program, chosen, session.dag, dialect, where, stored)
+        load = _extension_file(extension) if dialect == "duckdb" else None
+        out = _header(program, chosen, session.dag, dialect, where, stored, load)
         out += ["\\set ON_ERROR_STOP on" if dialect == "postgres" else ".bail on", ""]
         if dialect == "postgres":
             out += [_kernels_check(), ""]
+        if load:
+            out += ["LOAD '" + load.replace("'", "''") + "';", ""]
         out += ["BEGIN;", "", "-- inputs (keys outside the compiled shape fail a CHECK)"]
         for name, rel in stored.items():
             decl = program.inputs[name]
@@ -93,21 +104,30 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
 
 
 def _dialect(name: str, dsn: str | None, database: str | None) -> Dialect:
-    if name == "postgres":
-        from .sql.postgres import PostgresDialect
-        d: Dialect = PostgresDialect()
-    elif name == "duckdb":
-        from .sql.duckdb import DuckDBBuiltinDialect
-        d = DuckDBBuiltinDialect()
-    else:
-        raise PlanError(f"unknown dialect {name!r}: use postgres or duckdb")
+    from .sql.duckdb import DuckDBBuiltinDialect, DuckDBNativeDialect
+    from .sql.postgres import PostgresDialect
+    dialects = dict(zip(JOB_DIALECTS, (PostgresDialect, DuckDBNativeDialect, DuckDBBuiltinDialect)))
+    if name not in dialects:
+        raise PlanError(f"unknown dialect {name!r}: use {', '.join(JOB_DIALECTS)}")
     if dsn and database:
         raise DataError("give statistics from one database: --dsn or --database, not both")
-    if dsn and name != "postgres" or database and name != "duckdb":
+    if dsn and name != "postgres" or database and name == "postgres":
         option = "--dsn" if dsn else "--database"
         raise DataError(f"{option} does not apply to --dialect {name} "
                         "(--dsn is for postgres, --database for duckdb)")
-    return d
+    return dialects[name]()
+
+
+def _extension_file(given: str | None) -> str:
+    """Where the job LOADs the DuckDB extension from: `given`, or the build on this machine."""
+    if given:
+        return given
+    try:
+        return str(duckdb_extension.extension_path())
+    except SparseEinsumError as exc:
+        raise PlanError(f"a duckdb job loads the sparse_einsum DuckDB extension, which is not "
+                        f"available here ({exc}): give its path with --extension, or compile "
+                        "with --dialect duckdb-builtin (no extension, small arrays only)") from None
 
 
 def _statistics_backend(dsn: str | None, database: str | None) -> dict:
@@ -135,7 +155,7 @@ def _source_sql(decl: InputDecl, d: Dialect) -> str:
 def _check_names(program: Program, dialect: str) -> None:
     """Outputs become tables: they must not replace a source table or clash with each other
     (DuckDB identifiers are case-insensitive even when quoted)."""
-    fold = str.lower if dialect == "duckdb" else str
+    fold = str.lower if dialect.startswith("duckdb") else str
     sources = {fold(decl.source.table) for decl in program.inputs.values() if decl.source}
     seen: set[str] = set()
     for name in program.outputs:
@@ -201,7 +221,7 @@ def _comment(text: object) -> str:
 
 
 def _header(program: Program, plan: Plan, dag, dialect: str, where: str,
-            stored: dict[str, TableRelation]) -> list[str]:
+            stored: dict[str, TableRelation], extension: str | None) -> list[str]:
     try:
         version = metadata.version("sparse-einsum")
     except metadata.PackageNotFoundError:  # pragma: no cover
@@ -227,6 +247,11 @@ def _header(program: Program, plan: Plan, dag, dialect: str, where: str,
         lines += ["run:  psql \"DSN\" -f job.sql",
                   f"      (needs the sparse_einsum_kernels extension {KERNELS_VERSION}: "
                   "sparse-einsum install-kernels --dsn DSN)"]
+    elif extension:
+        lines += ["run:  duckdb -unsigned FILE.duckdb -f job.sql   (-unsigned lets it load the "
+                  "extension)",
+                  f"      (needs the sparse_einsum DuckDB extension at {extension}; "
+                  "sparse-einsum build-extension builds it and prints its path)"]
     else:
         lines += ["run:  duckdb FILE.duckdb -f job.sql   (or: duckdb FILE.duckdb < job.sql)"]
     lines.append("One transaction: on any error nothing is changed; intermediates are TEMP "

@@ -43,15 +43,20 @@ class CostParams:
         return asdict(self)
 
 
-# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on; the load
-# constants are the median of five DuckDB runs of the current calibration
+# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on, keyed by
+# dialect (each way of running kernels); the load constants are the median of five
+# DuckDB runs of the calibration
 DEFAULT_PARAMS = {
-    # c_group measured by timing one stack into 2708 row arrays against one array (DuckDB)
-    # c_sparse: scipy's CSR x dense, 1M non-zeros x 64 (1.5-2.6e-9 s per flop measured)
+    # UDF kernels; c_group measured by timing one stack into 2708 row arrays against one
+    # array; c_sparse: scipy's CSR x dense, 1M non-zeros x 64 (1.5-2.6e-9 s per flop measured)
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.9e-9, c_fixed=8.7e-7, c_add=1.0e-12,
+    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs)
+    "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=2.5e-10, c_fixed=3.7e-8, c_add=2.6e-8,
+                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
+    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS)
+    "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.7e-10, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
     # first estimates from timings of local[2] on this machine, NOT yet fitted: run
     # `calibrate --backend spark --spark local-cluster[2,1,2048]` and replace them
@@ -67,7 +72,8 @@ def config_path() -> Path:
 
 
 def load_params(backend: str) -> CostParams:
-    """Calibrated constants for `backend` from the user's config file, else the defaults."""
+    """Calibrated constants for `backend` (a dialect: each way of running kernels has its
+    own) from the user's config file, else the defaults."""
     path = config_path()
     if path.exists():
         try:
@@ -124,10 +130,12 @@ class CostModel:
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
                  max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
-                 scalars_only: bool = False, sparse_payloads: bool = True):
+                 scalars_only: bool = False, sparse_payloads: bool = True,
+                 max_state_bytes: float | None = None):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values, self.scalars_only = max_payload_values, scalars_only
         self.sparse_payloads = sparse_payloads
+        self.state_cap = max_state_bytes     # all groups' array aggregate states (None: spillable)
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -154,8 +162,9 @@ class CostModel:
     def fits(self, v: Vertex, choice: Choice) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
         one-tuple operands bound once) above the memory cap, no payload longer than the
-        SQL dialect's arrays hold (none at all with `scalars_only`), and padded tiles
-        only where padding stays zero (see `pads_safely`)."""
+        SQL dialect's arrays hold (none at all with `scalars_only`), padded tiles only
+        where padding stays zero (see `pads_safely`), and, where aggregate states cannot
+        spill, no more groups x state size than the cap."""
         tilings = self._tilings(v, choice)
         if self.scalars_only and any(payload_axes(t) for t, _ in tilings):
             return False
@@ -174,6 +183,8 @@ class CostModel:
         sizes, tiles = self._sizes[v.name], dict(choice.tiles)
         if all(b == 1 for b in tiles.values()):
             return True                       # no kernel: plain SQL on scalars
+        if self.state_cap is not None and self.state_bytes(v, choice) > self.state_cap:
+            return False
         ops = self._ops[v.name]
         rows = min(self._join_tuples(v, ops, [o.tuples(tiles) for o in ops], tiles, sizes),
                    KERNEL_BATCH)
@@ -183,6 +194,15 @@ class CostModel:
             per_row += 8.0 * prod(tiles[l] for l in v.all_labels)
         once = sum(b for b, k in zip(payload_in, keyed) if not k)
         return rows * per_row + once <= self.cap
+
+    def state_bytes(self, v: Vertex, choice: Choice) -> float:
+        """Bytes of the array states of an element-wise aggregate: one output-sized array
+        per group (0 when nothing is aggregated into arrays)."""
+        out_tiling = self._tilings(v, choice)[-1][0]
+        tiles, sizes = dict(choice.tiles), self._sizes[v.name]
+        if not payload_axes(out_tiling) or all(tiles[l] == sizes[l] for l in v.agg_labels):
+            return 0.0
+        return self.vertex(v, choice).out_tuples * 8.0 * payload_size(out_tiling)
 
     def pads_safely(self, v: Vertex) -> bool:
         """Padding (zeros) stays zero and adds nothing: a zero-preserving operation on
@@ -300,6 +320,9 @@ class CostModel:
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
         if middle != need and payload_axes(need):     # stacked into arrays
             cost += stats.tuples(need) * self.p.c_group
+            states = stats.tuples(need) * 8.0 * payload_size(need)
+            if self.state_cap is not None and states > self.state_cap:
+                return float("inf")       # the stack's states would not fit
         if middle != need:       # stacking shuffles the pieces by the target's keys
             cost += self.p.c_shuffle * stats.tuples(middle) * row_bytes(
                 len(keyed_axes(middle, self.dag.shapes[tensor])), _payload_bytes(middle))

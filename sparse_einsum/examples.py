@@ -15,6 +15,8 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import SparseEinsumError
+
 GCN_PROGRAM = """\
 # A two-layer graph convolutional network (Kipf & Welling) on Zachary's karate club.
 #   A   normalised adjacency D^-1/2 (A + I) D^-1/2 of the 34 members (sparse)
@@ -140,13 +142,18 @@ def write_data(data: dict[str, object], directory: str | Path) -> list[Path]:
 def write_example(name: str, directory: str | Path) -> tuple[Path, Path]:
     """Write DIR/NAME.se and DIR/NAME_data/; returns (program path, data directory)."""
     if name not in EXAMPLES:
-        from .errors import SparseEinsumError
         raise SparseEinsumError(f"unknown example {name!r}: choose from {', '.join(EXAMPLES)}")
     example = EXAMPLES[name]
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    program = directory / f"{name}.se"
-    program.write_text(example.program)
-    data_dir = directory / f"{name}_data"
-    write_data(example.data(), data_dir)
+    program, data_dir = directory / f"{name}.se", directory / f"{name}_data"
+    for path, kind in ((directory, "directory"), (data_dir, "directory"), (program, "file")):
+        if path.exists() and path.is_dir() != (kind == "directory"):
+            raise SparseEinsumError(f"cannot write the example: {path} exists and is not a {kind}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        program.write_text(example.program)
+        write_data(example.data(), data_dir)
+    except OSError as exc:
+        raise SparseEinsumError(f"cannot write the example to {exc.filename or directory}: "
+                                f"{exc.strerror or exc}") from None
     return program, data_dir

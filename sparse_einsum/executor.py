@@ -37,6 +37,12 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
             count_tuples: bool = False, progress: Callable[[str], None] | None = None
             ) -> Execution:
     """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose."""
+    with backend.scope():
+        return _execute(compiled, arrays, backend, count_tuples, progress)
+
+
+def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
+             count_tuples: bool, progress: Callable[[str], None] | None) -> Execution:
     reports: list[StepReport] = []
     created = []
     try:

@@ -2,20 +2,24 @@
 from __future__ import annotations
 
 from .executor import Execution
+from .memory import format_size
 from .plan import Plan, StatementCost
 from .program.dag import Dag
 from .stats.tensor_stats import TensorStats
 
 
-def explanation(dag: Dag, plans: list[Plan], *, backend: str, timings: dict[str, float],
+def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
+                timings: dict[str, float],
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
-                runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
+                memory_cap: tuple[float, str], runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
     statements when given)."""
     result = {
         "backend": backend,
+        "kernels": kernels,
         **timings,
         "cost_constants": constants,
+        "memory_cap": {"bytes": memory_cap[0], "source": memory_cap[1]},
         "inputs": {n: {"shape": list(s.shape), "nnz": s.nnz, "distinct": list(s.distinct)}
                    for n, s in input_stats.items()},
         "plans": [_describe(dag, plan, rank) for rank, plan in enumerate(plans, 1)],
@@ -61,7 +65,10 @@ def _analyze(entry: dict, run: Execution) -> None:
 def format_explanation(result: dict) -> str:
     """Human-readable text of `explain_program`'s result."""
     lines = [f"backend {result['backend']}: statistics {result['statistics_seconds']:.3f} s, "
-             f"optimisation {result['optimize_seconds']:.3f} s"]
+             f"optimisation {result['optimize_seconds']:.3f} s; memory cap "
+             f"{format_size(result['memory_cap']['bytes'])} per tuple and kernel call "
+             f"({result['memory_cap']['source']})",
+             f"kernels: {result['kernels']}"]
     for plan in result["plans"]:
         title = f"plan {plan['rank']} ({plan['name']}): estimated cost {plan['cost']:.4g}"
         if "seconds" in plan:

@@ -80,26 +80,33 @@ def bind_inputs(program: Program, data: dict[str, object] | None,
 
 
 def _bind_value(decl: InputDecl, value: object) -> Input:
-    if sp.issparse(value):
-        if value.ndim != 2:
-            raise DataError(f"input {decl.name}: scipy.sparse data must be a 2-D matrix, "
-                            f"not {value.ndim}-D (give other tensors as dense arrays)")
-        return ArrayInput(decl.name, value)
     table = _arrow_table(value)
     if table is not None:
         return _bind_arrow(decl, table)
+    hint = f"; read a file with `input {decl.name}[...] from 'FILE.parquet'(...)`"
+    return ArrayInput(decl.name, numeric_array(f"input {decl.name}", value, hint))
+
+
+def numeric_array(what: str, value: object, hint: str = "") -> object:
+    """`value` as a NumPy array of numbers, or a 2-D scipy.sparse matrix (a sparse vector
+    becomes a dense array); anything else is a DataError naming `what`."""
+    if sp.issparse(value):
+        if value.ndim == 2:
+            return value
+        if value.ndim == 1:
+            return value.toarray()
+        raise DataError(f"{what}: scipy.sparse data must be a vector or a matrix, not "
+                        f"{value.ndim}-D (give other tensors as dense arrays)")
     if isinstance(value, (str, bytes, os.PathLike)):
-        raise DataError(f"input {decl.name}: data must be an array, not a {type(value).__name__}; "
-                        f"read a file with `input {decl.name}[...] from 'FILE.parquet'(...)`")
+        raise DataError(f"{what}: data must be an array, not a {type(value).__name__}{hint}")
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as exc:
-        raise DataError(f"input {decl.name}: cannot make an array of its data: {exc}") from None
+        raise DataError(f"{what}: cannot make an array of its data: {exc}") from None
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number)
                                      or array.dtype == np.bool_):
-        raise DataError(f"input {decl.name}: expected numbers but the data has dtype "
-                        f"{array.dtype}")
-    return ArrayInput(decl.name, array)
+        raise DataError(f"{what}: expected numbers but the data has dtype {array.dtype}")
+    return array
 
 
 def is_frame(value: object) -> bool:

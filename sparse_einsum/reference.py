@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .program.model import Binary, Const, Expr, Program, Ref, Unary
+from .program.model import Binary, Const, Expr, Program, Ref, Unary, fold
 from .program.ops import AGGREGATES, BY_SYMBOL, numpy_function
 
 
@@ -33,6 +33,11 @@ def _dense(x: object) -> np.ndarray:
 
 def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, list[str]]:
     """Value of an expression and its labels (one axis per label, broadcastable)."""
+    return fold(expr, lambda node, args: _eval_node(node, args, env))
+
+
+def _eval_node(expr: Expr, args: list, env: dict[str, np.ndarray]
+               ) -> tuple[np.ndarray | float, list[str]]:
     if isinstance(expr, Const):
         return expr.value, []
     if isinstance(expr, Ref):
@@ -41,10 +46,10 @@ def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, l
                           list(range(len(labels))))
         return value, labels
     if isinstance(expr, Unary):
-        value, labels = _eval(expr.arg, env)
+        value, labels = args[0]
         return numpy_function(expr.fn)(value), labels
     assert isinstance(expr, Binary)
-    (a, la), (b, lb) = _eval(expr.left, env), _eval(expr.right, env)
+    (a, la), (b, lb) = args
     labels = list(dict.fromkeys(la + lb))
     return BY_SYMBOL[expr.op].numpy(_align(a, la, labels), _align(b, lb, labels)), labels
 

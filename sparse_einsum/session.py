@@ -18,21 +18,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import contextmanager
 from functools import cached_property
 from math import prod
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager, Iterator
 
 import numpy as np
 
 from .backends import open_backend
 from .backends.base import Backend
 from .cost import CostParams, load_params
-from .errors import PlanError, ProgramError
+from .errors import DataError, PlanError, ProgramError
 from .executor import Execution, execute
 from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
-from .optimizer.context import OptimizerContext
+from .memory import available_memory, format_size, gc_paused
+from .optimizer.context import OptimizerContext, default_memory_cap
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
 from .program.lower import lower
@@ -47,19 +49,23 @@ from .stats.propagate import propagate
 from .stats.tensor_stats import TensorStats, exact_stats
 from .values import MAX_EXACT, plan_values
 
+LONG_PROGRAM = 2000        # statements from which the stages report their progress
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
 
 class Session:
     """A program bound to its inputs on one backend (or, to compile jobs, on none)."""
 
+    @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
+                 progress: Callable[[str], None] | None = None,
                  **backend_options):
         start = time.perf_counter()
+        self.progress = progress       # stage lines for long programs (run() adds step lines)
         self.program = load_program(program)
         base_dir = Path(self.program.source).parent if self.program.source else None
         self.values = plan_values(self.program, bind_inputs(self.program, data, base_dir),
@@ -67,8 +73,11 @@ class Session:
         self.inputs = self.values.inputs
         self.backend: Backend | None = None
         self._owns_backend = False
+        self._scope: ContextManager | None = None
         if backend is not None:
             self.backend, self._owns_backend = open_backend(backend, **backend_options)
+            self._scope = self.backend.scope()     # every table the session makes lives in it
+            self._scope.__enter__()
         if dialect is None and self.backend is None:
             raise PlanError("a session without a backend needs a dialect to compile for")
         self.dialect = dialect or self.backend.dialect
@@ -82,9 +91,10 @@ class Session:
         self._compiled = 0
         try:
             shapes = self._import_inputs()
-            self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
-        except BaseException:
-            self.close()
+            with self._stage(f"lowering {len(self.program.statements)} statements"):
+                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
+        except BaseException as exc:
+            self.close(exc)
             raise
         self.timings = {"statistics_seconds": time.perf_counter() - start,
                         "optimize_seconds": 0.0}
@@ -125,27 +135,46 @@ class Session:
             s.max_abs for s in propagate(self.dag, self.stats()).values()) >= MAX_EXACT
 
     # -- plans -------------------------------------------------------------------
+    @gc_paused()
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
-            params = self.params or load_params(self.dialect.engine)
+            cap, source = self._memory_cap()
+            params = self.params or load_params(self.dialect.name)
             if self.params is None and self.backend is not None:
                 params = self.backend.cost_params(params)     # e.g. the cluster's parallelism
-            self._context = OptimizerContext.build(
-                self.dag, self.stats(), params,
-                memory_cap=self.memory_cap, max_payload_values=self.dialect.max_payload_values,
-                scalars_only=self.exact_integers,
-                sparse_payloads=self.dialect.sparse_payloads,
-                stored={name: rel.tiling for name, rel in self.table_inputs().items()},
-                label_names=self.label_names)
+            with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
+                self._context = OptimizerContext.build(
+                    self.dag, self.stats(), params,
+                    memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
+                    scalars_only=self.exact_integers,
+                    sparse_payloads=self.dialect.sparse_payloads,
+                    bound_states=self.dialect.unspillable_state,
+                    stored={name: rel.tiling for name, rel in self.table_inputs().items()},
+                    label_names=self.label_names, cap_source=source)
         return self._context
 
+    def _memory_cap(self) -> tuple[float | None, str | None]:
+        """The optimizer's cap per tuple and kernel call: the one given, or the default
+        lowered to the engine's share of its memory limit (so that plans fit the engine)."""
+        if self.memory_cap or self.backend is None:
+            return self.memory_cap, None
+        limit = self.backend.memory_limit()
+        share = self.backend.memory_share
+        if limit is None or limit[0] * share >= default_memory_cap():
+            return None, None
+        fraction = f"1/{round(1 / share)}" if share < 1 else "all"
+        return limit[0] * share, f"{fraction} of {limit[1]}"
+
+    @gc_paused()
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:
         """Up to `top` costed plans of a registered strategy, best first (the time it took,
         with building the cost model the first time, is `timings["optimize_seconds"]`)."""
         self.stats()              # first, so that its time counts as statistics
         start = time.perf_counter()
-        found = plans(self.optimizer(), strategy, top)
+        context = self.optimizer()
+        with self._stage(f"planning ({strategy})"):
+            found = plans(context, strategy, top)
         self.timings["optimize_seconds"] = time.perf_counter() - start
         return found
 
@@ -161,6 +190,7 @@ class Session:
                                     (1,) * len(labels), labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
 
+    @gc_paused()
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
                 relational_outputs: bool = False) -> CompiledPlan:
         chosen = self.plan(plan)
@@ -173,23 +203,52 @@ class Session:
                             "(optimal, relational)")
         ctx = self.optimizer()
         self._compiled += 1                 # tables of every compilation named apart
-        return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
-                            prefix=f"{self.prefix}_{self._compiled}",
-                            stored=self.table_inputs(), temporary=temporary,
-                            relational_outputs=relational_outputs,
-                            nonfinite=frozenset(t for t, s in ctx.stats.items() if not s.finite))
+        with self._stage(f"compiling {len(self.dag.vertices)} vertices"):
+            return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
+                                prefix=f"{self.prefix}_{self._compiled}",
+                                stored=self.table_inputs(), temporary=temporary,
+                                relational_outputs=relational_outputs,
+                                nonfinite=frozenset(t for t, s in ctx.stats.items()
+                                                    if not s.finite))
+
+    @contextmanager
+    def _stage(self, what: str) -> Iterator[None]:
+        """Say when a stage of a long program starts and how long it took."""
+        start = time.perf_counter()
+        report = self.progress if len(self.program.statements) >= LONG_PROGRAM else None
+        if report:
+            report(f"{what} ...")
+        yield
+        if report:
+            report(f"{what}: {time.perf_counter() - start:.1f} s")
 
     def run(self, plan: str | PlanSpec | Plan = "optimal", *,
             progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
         """Run a plan; the outputs have NumPy's dtypes (complex parts joined)."""
+        progress = progress or self.progress
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
+        self.check_output_memory()
         chosen = self.plan(plan)
         result = execute(self.compile(chosen), self.values.arrays(self.exact_integers),
                          self.backend, count_tuples=count_tuples, progress=progress)
         result.outputs = self.values.finish(result.outputs)
         result.plan = chosen
         return result
+
+    def check_output_memory(self) -> None:
+        """Outputs come back as dense NumPy arrays: refuse, before any work, when they
+        would not fit in the memory available now."""
+        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs}
+        available = available_memory()
+        if sum(need.values()) > available:
+            name = max(need, key=need.get)
+            raise DataError(f"output {name} has shape {self.dag.shapes[name]}: "
+                            f"{format_size(need[name])} as a dense float64 array"
+                            + (f" ({format_size(sum(need.values()))} for all outputs)"
+                               if len(need) > 1 else "")
+                            + f", more than the {format_size(available)} of memory available; "
+                            "check the declared bounds and the keys of the inputs")
 
     def explain(self, top: int = 3, analyze: bool = False, sql: bool = False) -> dict:
         """The `top` best plans with UCLC, schemas and estimated costs; with `analyze`, each
@@ -198,24 +257,38 @@ class Session:
         runs = [self.run(p, count_tuples=True) for p in ranked] if analyze else None
         statements = [[pretty(s.sql, self.dialect) for s in self.compile(p).steps if s.sql]
                       for p in ranked] if sql else None
-        return explanation(self.dag, ranked, backend=self.dialect.engine, timings=self.timings,
+        kernels = self.dialect.kernels
+        if self.backend is not None and self.backend.fallback:
+            kernels += f" (fallback: {self.backend.fallback})"
+        return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,
+                           timings=self.timings,
                            constants=self.optimizer().model.p.to_dict(),
-                           input_stats=self.stats(), runs=runs, sql=statements)
+                           input_stats=self.stats(), runs=runs, sql=statements,
+                           memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))
 
-    def close(self) -> None:
-        if self.backend is not None:
+    def close(self, error: BaseException | None = None) -> None:
+        if self.backend is None:
+            return
+        try:
             for rel in self.stored.values():
                 self.backend.drop(rel)
             self.stored = {}
-            if self._owns_backend:
-                self.backend.close()
-                self._owns_backend = False
+        finally:
+            scope, self._scope = self._scope, None
+            try:
+                if scope is not None:
+                    scope.__exit__(type(error) if error else None, error,
+                                   error.__traceback__ if error else None)
+            finally:
+                if self._owns_backend:
+                    self.backend.close()
+                    self._owns_backend = False
 
     def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        self.close(error)
 
 
 def _declared_shape(inp: SourceInput) -> tuple[int, ...]:

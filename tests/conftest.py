@@ -1,7 +1,8 @@
-"""Shared fixtures: a DuckDB backend, a PostgreSQL backend (when a server is available;
-never skipped in CI), `backend`, which runs a test once on each, and `spark`: Spark in
-local[2] and in local-cluster[2,1,2048] (two executor processes), one session at a time
-(never skipped in CI)."""
+"""Shared fixtures: a DuckDB backend with the native extension and one falling back to
+UDF kernels, a PostgreSQL backend (when a server is available; never skipped in CI),
+`backend`, which runs a test once on each, and `spark`: Spark in local[2] and in
+local-cluster[2,1,2048] (two executor processes), one session at a time (never skipped
+in CI)."""
 from __future__ import annotations
 
 import os
@@ -30,9 +31,25 @@ def pg_dsn() -> str:
 
 @pytest.fixture(scope="session")
 def duck():
+    """DuckDB with the sparse_einsum extension (native C kernels)."""
     from sparse_einsum.backends.duckdb import DuckDBBackend
-    with DuckDBBackend() as backend:
+    with DuckDBBackend(native=True) as backend:
         yield backend
+
+
+@pytest.fixture(scope="session")
+def duck_udf():
+    """DuckDB on a caller's connection that does not allow unsigned extensions: the
+    fallback to NumPy kernels as arrow UDFs."""
+    import duckdb
+
+    from sparse_einsum.backends.duckdb import DuckDBBackend
+    with duckdb.connect() as con:
+        with pytest.warns(RuntimeWarning, match="allow_unsigned_extensions"):
+            backend = DuckDBBackend(con)
+        assert backend.dialect.name == "duckdb"
+        with backend:
+            yield backend
 
 
 @pytest.fixture(scope="session")
@@ -49,9 +66,13 @@ def pg(pg_dsn):
         yield backend
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+BACKEND_FIXTURES = {"duckdb": "duck", "duckdb-udf": "duck_udf", "postgres": "pg"}
+
+
+@pytest.fixture(params=list(BACKEND_FIXTURES))
 def backend(request):
-    return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
+    """Each engine, DuckDB with and without its extension."""
+    return request.getfixturevalue(BACKEND_FIXTURES[request.param])
 
 
 SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")

@@ -17,7 +17,7 @@ from sparse_einsum.cli import main
 from sparse_einsum.cost import CostParams, load_params
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-SUBCOMMANDS = ["run", "explain", "compile", "calibrate", "install-kernels", "example"]
+SUBCOMMANDS = ["run", "explain", "compile", "calibrate", "install-kernels", "cleanup", "example"]
 
 
 @pytest.fixture
@@ -309,17 +309,21 @@ def test_compile_arguments(gcn, monkeypatch, tmp_path, capsys):
 
 
 def test_calibrate_measures_and_stores_constants(tmp_path, monkeypatch, capsys):
-    """A real (small) calibration on DuckDB; the optimizer then reads the stored constants."""
+    """A real (small) calibration on DuckDB, of both kernel paths; the optimizer then reads
+    each path's stored constants."""
     out = tmp_path / "calibration.json"
     assert main(["calibrate", "--scale", "0.05", "--output", str(out)]) == 0
     printed = capsys.readouterr()
     assert "c_load_byte" in printed.out and str(out) in printed.err
-    stored = json.loads(out.read_text())["duckdb"]
-    assert set(stored) == set(CostParams.__dataclass_fields__)
-    assert stored["c_shuffle"] == 0.0            # DuckDB moves no data between machines
-    assert all(value > 0 for key, value in stored.items() if key != "c_shuffle")
+    assert "duckdb-native: kernels native C" in printed.out
     monkeypatch.setenv("SPARSE_EINSUM_CONFIG", str(out))
-    assert load_params("duckdb") == CostParams(**stored)
+    for dialect in ("duckdb-native", "duckdb"):
+        stored = json.loads(out.read_text())[dialect]
+        assert set(stored) == set(CostParams.__dataclass_fields__)
+        assert stored["c_shuffle"] == 0.0 and stored["parallelism"] == 1.0   # one machine
+        assert all(value > 0 for key, value in stored.items()
+                   if key not in ("c_sparse", "c_shuffle"))
+        assert load_params(dialect) == CostParams(**stored)
     assert main(["calibrate", "--scale", "0"]) == 2
     assert main(["calibrate", "--dsn", "host=x"]) == 2
 

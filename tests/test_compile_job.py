@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from sparse_einsum import PlanError, ProgramError, run
+from sparse_einsum.backends.duckdb import DuckDBBackend
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.cli import main
 from sparse_einsum.compile_job import compile_job
@@ -84,7 +85,8 @@ def expected(program: str, tables) -> dict[str, np.ndarray]:
     con = duckdb.connect()
     write_tables(con.execute, con.executemany, tables, "?")
     try:
-        return run(program, {}, backend=con)
+        with DuckDBBackend(con, native=False) as backend:
+            return run(program, {}, backend=backend)
     finally:
         con.close()
 
@@ -144,9 +146,9 @@ def duck_file(tmp_path, duckdb_cli):
 
 
 def duck_run(cli: str, path: Path, job: Path, after: str = "") -> subprocess.CompletedProcess:
-    """`duckdb FILE < job.sql` (plus `after` in the same session)."""
-    return subprocess.run([cli, "-csv", "-noheader", str(path)], input=job.read_text() + after,
-                          capture_output=True, text=True, timeout=300)
+    """`duckdb -unsigned FILE < job.sql` (plus `after` in the same session)."""
+    return subprocess.run([cli, "-unsigned", "-csv", "-noheader", str(path)],
+                          input=job.read_text() + after, capture_output=True, text=True, timeout=300)
 
 
 def duck_fetch(path: Path):
@@ -160,24 +162,26 @@ def duck_tables(path: Path) -> set[str]:
     return {r[0] for r in duck_fetch(path)("SELECT table_name FROM duckdb_tables()")}
 
 
+@pytest.mark.parametrize("dialect", ["duckdb", "duckdb-builtin"])
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_duckdb_job_matches_run(name, plan, tmp_path, duck_file, duckdb_cli):
+def test_duckdb_job_matches_run(name, plan, dialect, tmp_path, duck_file, duckdb_cli):
     path, tables = duck_file
     program = PROGRAMS[name]
-    job = compile_cli(tmp_path, program, "--dialect", "duckdb", "--plan", plan,
+    job = compile_cli(tmp_path, program, "--dialect", dialect, "--plan", plan,
                       "--database", str(path))
     text = job.read_text()
     assert ".bail on" in text and "BEGIN;" in text and text.rstrip().endswith("COMMIT;")
     assert "se_job_" in text and "_f1(" not in text            # no UDF calls
+    assert ("LOAD '" in text) == (dialect == "duckdb")
     left = "SELECT 'temp=' || count(*) FROM duckdb_tables() WHERE temporary;\n"
     done = duck_run(duckdb_cli, path, job, left)
     assert done.returncode == 0, done.stderr
     assert "temp=0" in done.stdout                              # nothing left in the session
     want = expected(program, tables)
     check_outputs(duck_fetch(path), program, want)
-    again = subprocess.run([duckdb_cli, str(path), "-f", str(job)], capture_output=True,
-                           text=True, timeout=300)              # re-run replaces the outputs
+    again = subprocess.run([duckdb_cli, "-unsigned", str(path), "-f", str(job)],
+                           capture_output=True, text=True, timeout=300)   # re-run replaces outputs
     assert again.returncode == 0, again.stderr
     check_outputs(duck_fetch(path), program, want)
     assert duck_tables(path) == set(tables) | {"cj_y"} | set(want)
@@ -239,13 +243,25 @@ def test_duckdb_hostile_table_name(tmp_path, duck_file, duckdb_cli):
     assert "cj_y" in duck_tables(path)
 
 
-def test_duckdb_list_limit(tmp_path):
+def test_duckdb_list_limit(tmp_path, duckdb_cli):
+    """Built-in SQL holds LIST_LIMIT values per tuple; jobs with the extension hold more."""
     program = "input A[i:80, j:80] from big(r, c, v)\nY[i] = A[i,j] * A[i,j]\noutput Y"
     with pytest.raises(PlanError, match=f"at most {LIST_LIMIT}"):
-        compile_job(program, dialect="duckdb", plan="dense")
-    text = compile_job(program, dialect="duckdb")            # the optimizer's plan fits
+        compile_job(program, dialect="duckdb-builtin", plan="dense")
+    text = compile_job(program, dialect="duckdb-builtin")    # the optimizer's plan fits
     assert "CREATE TABLE \"Y\"" in text
     assert compile_job(program, dialect="postgres", plan="dense")   # no limit with C kernels
+    job, path = tmp_path / "dense.sql", tmp_path / "big.duckdb"
+    job.write_text(compile_job(program, dialect="duckdb", plan="dense"))   # 6400 values
+    a = np.random.default_rng(5).normal(size=(80, 80))
+    rows = ", ".join(f"({i}, {j}, {float(a[i, j])!r})" for i in range(80) for j in range(80))
+    done = subprocess.run([duckdb_cli, "-unsigned", str(path)],
+                          input=f"CREATE TABLE big (r BIGINT, c BIGINT, v DOUBLE); INSERT INTO "
+                                f"big VALUES {rows};\n" + job.read_text(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = dense_result(duck_fetch(path)('SELECT * FROM "Y"'), (80,))
+    np.testing.assert_allclose(got, (a * a).sum(axis=1), rtol=1e-12)
 
 
 def test_compile_errors_name_the_problem(tmp_path):
@@ -271,7 +287,7 @@ def test_embedded_data_is_exact(tmp_path, duckdb_cli):
     (tmp_path / "data").mkdir()
     np.save(tmp_path / "data" / "A.npy", a)
     job = compile_cli(tmp_path, program, "--dialect", "duckdb", "--data", str(tmp_path / "data"))
-    done = subprocess.run([duckdb_cli, str(path)], input="CREATE TABLE cj_b (j BIGINT, v DOUBLE);"
+    done = subprocess.run([duckdb_cli, "-unsigned", str(path)], input="CREATE TABLE cj_b (j BIGINT, v DOUBLE);"
                           "INSERT INTO cj_b VALUES (0, 0.1), (2, 3.0);\n" + job.read_text(),
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -329,7 +345,8 @@ def test_postgres_job_matches_run(name, plan, tmp_path, pg, pg_dsn, pg_tables, p
     again = psql_run(psql, pg_dsn, job)
     assert again.returncode == 0, again.stderr
     check_outputs(lambda sql: pg.query(sql, []), program, want)
-    assert pg_user_tables(pg) - before == set(want)
+    after = pg_user_tables(pg)
+    assert set(want) <= after and after - before <= set(want)   # outputs only, no litter
 
 
 def test_postgres_failures_leave_previous_outputs(tmp_path, pg, pg_dsn, pg_tables, psql):

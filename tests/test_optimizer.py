@@ -258,3 +258,27 @@ def test_loading_inputs_is_priced_once_per_decomposition():
     assert sorted(loads, key=repr) == [LoadItem("A", (1, 1)), LoadItem("H", (1, 1))]  # A once
     for plan in session.plans("optimal", 4):
         assert sum(s.total for s in plan.statement_costs.values()) == pytest.approx(plan.cost)
+
+
+def test_unspillable_states_beyond_the_memory_cap_choose_another_plan(duck):
+    """The DuckDB extension's aggregate states live outside DuckDB's buffer manager: when
+    groups x state size would exceed the memory cap, the optimizer takes another plan
+    (here relational) where the UDF path, whose states DuckDB can spill, keeps the same."""
+    a = sp.random(20000, 300, density=0.01, format="csr", random_state=1)
+    h = np.random.default_rng(0).normal(size=(300, 8))
+    program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\noutput Y"
+    cap = 512 * 1024           # the states of Y[I,f] take about 1.2 MB
+
+    def chosen(**options) -> frozenset[str]:
+        with Session(program, {"A": a, "H": h}, **options) as session:
+            plan = session.plans("optimal")[0]
+            if options.get("backend") is duck:
+                np.testing.assert_allclose(session.run(plan).outputs["Y"], a @ h, rtol=1e-9,
+                                           atol=1e-12)
+            return plan.keyed(session.dag, session.dag.vertex("Y"))
+
+    assert chosen(backend=duck) == {"i", "j"}
+    assert chosen(backend=duck, memory_cap=cap) == {"i", "j", "f"}
+    assert "f" not in chosen(backend=None, dialect=DuckDBDialect(), memory_cap=cap)
+    with Session(program, {"A": a, "H": h}, backend=duck, memory_cap=cap) as session:
+        assert not session.optimizer().price(session.plan("IJ,Jf->If")).fits

@@ -3,8 +3,6 @@ plus the binary COPY helpers."""
 from __future__ import annotations
 
 import os
-from math import prod
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,74 +10,10 @@ import pytest
 from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays
 from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels
 from sparse_einsum.errors import BackendError
-from sparse_einsum.kernels.spec import KernelSpec
+from kernel_cases import HANDWRITTEN, PRODUCTS, UNARY, V4, random_spec, ref_kernel
 
 psycopg = pytest.importorskip("psycopg")
 RTOL = ATOL = 1e-12
-
-# ---------------------------------------------------------------- NumPy reference of the spec text
-
-_UNARY = {"id": lambda x: x, "neg": np.negative, "relu": lambda x: np.maximum(x, 0.0),
-          "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-          "tanh": np.tanh, "abs": np.abs}
-_CONST = {"mulc": lambda x, c: x * c, "addc": lambda x, c: x + c, "subc": lambda x, c: x - c,
-          "rsubc": lambda x, c: c - x, "divc": lambda x, c: x / c, "rdivc": lambda x, c: c / x,
-          "maxc": np.maximum, "minc": np.minimum, "powc": np.power}
-_BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
-
-
-def _ints(s: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in s.split(",")) if s else ()
-
-
-def ref_kernel(spec: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Evaluate a KernelSpec text element by element."""
-    op, agg, n_out, dims, *strides = spec.split(";")
-    dims, n_out = _ints(dims), int(n_out)
-    strides = [np.array(_ints(s), dtype=np.int64) for s in strides]
-    name, _, c = op.partition(":")
-    if name in _BINARY:
-        f = _BINARY[name]
-    elif name in _CONST:
-        f = lambda x, _y: _CONST[name](x, float(c))  # noqa: E731
-    else:
-        f = lambda x, _y: _UNARY[name](x)  # noqa: E731
-    init = {"sum": 0.0, "max": -np.inf, "min": np.inf}[agg]
-    out = []
-    with np.errstate(all="ignore"):
-        for o in np.ndindex(*dims[:n_out]):
-            vals = []
-            for r in np.ndindex(*dims[n_out:]):
-                i = np.array(o + r, dtype=np.int64)
-                x = np.float64(a[i @ strides[0]]) if len(i) else np.float64(a[0])
-                y = (np.float64(b[i @ strides[1]]) if len(i) else np.float64(b[0])) if b is not None else None
-                vals.append(f(x, y))
-            if not vals:
-                out.append(init)
-            elif agg == "sum":
-                out.append(np.sum(vals))
-            else:
-                out.append(np.max(vals) if agg == "max" else np.min(vals))
-    return np.array(out, dtype=np.float64)
-
-
-def random_spec(rng: np.random.Generator, op: str, agg: str) -> tuple[str, list[int]]:
-    """A random einsum-like spec: each input takes some loop dims (repeats allowed) as axes."""
-    nd = int(rng.integers(1, 5))
-    dims = tuple(int(d) for d in rng.integers(1, 5, nd))
-    n_out = int(rng.integers(0, nd + 1))
-    strides, sizes = [], []
-    for _ in range(2 if op in _BINARY else 1):
-        axes = list(rng.choice(nd, int(rng.integers(0, nd + 2)), replace=True))
-        shape = [dims[t] for t in axes]
-        st = [0] * nd
-        for k, t in enumerate(axes):
-            st[t] += prod(shape[k + 1:])
-        strides.append(tuple(st))
-        sizes.append(prod(shape))
-    spec = KernelSpec(op, agg, dims, n_out, tuple(strides), tuple(sizes))
-    return spec.text, sizes
-
 
 # ---------------------------------------------------------------- fixtures
 
@@ -118,34 +52,6 @@ def check(conn, spec: str, a, b=None) -> None:
 
 # ---------------------------------------------------------------- kernels
 
-RNG = np.random.default_rng(7)
-M34, V4, M45 = RNG.normal(size=12), RNG.normal(size=4), RNG.normal(size=20)
-M64, V64 = RNG.normal(size=64 * 64), RNG.normal(size=64)
-
-HANDWRITTEN = [
-    ("mul;sum;1;3,4;4,1;0,1", M34, V4),                 # matrix-vector
-    ("mul;sum;2;3,5,4;4,0,1;0,1,5", M34, M45),          # matrix-matrix
-    ("mul;sum;1;64,64;64,1;0,1", M64, V64),             # long inner run
-    ("mul;sum;0;64;1;1", V64, V64),                     # dot product
-    ("mul;sum;2;3,4;1,0;0,1", M34[:3], V4),             # outer product
-    ("add;sum;2;3,4;4,1;0,1", M34, V4),                 # broadcast add
-    ("sub;sum;2;4,3;1,4;0,0", M34, [2.0]),              # transposed minus a scalar
-    ("div;sum;1;6;1;1", [0.0, 1.0, -1.0, 2.0, 0.0, np.nan], [0.0, 0.0, 0.0, 4.0, 3.0, 1.0]),
-    ("mul;max;1;3,4;4,1;0,1", M34, V4),
-    ("sub;min;1;4,3;1,4;0,1", M34, M34[:3]),
-    ("mul;sum;1;2,0;1,1;1,1", V4, V4),                  # empty reduction -> 0
-    ("mul;max;0;0;1;1", V4, V4),                        # empty reduction -> -inf
-]
-UNARY = [
-    ("id;sum;2;4,3;1,4", M34),                          # transpose
-    ("id;sum;1;4;5", RNG.normal(size=16)),              # diagonal
-    ("id;sum;0;4;5", RNG.normal(size=16)),              # trace
-    ("id;sum;0;;", [3.5]),                              # scalar
-    ("exp;max;1;3,4;4,1", M34),
-    ("tanh;min;0;3,4;4,1", M34),
-]
-
-
 @pytest.mark.parametrize("spec,a,b", HANDWRITTEN)
 def test_binary_kernels(conn, spec, a, b):
     check(conn, spec, a, b)
@@ -178,6 +84,67 @@ def test_random_specs(conn, seed):
     spec, sizes = random_spec(rng, op, ["sum", "max", "min"][seed % 3])
     args = [rng.normal(size=max(s, 1)) for s in sizes]
     check(conn, spec, *args)
+
+
+@pytest.mark.parametrize("blas", ["on", "off"])
+@pytest.mark.parametrize("spec,a,b", PRODUCTS)
+def test_matrix_products_with_and_without_blas(conn, spec, a, b, blas):
+    conn.execute(f"SET sparse_einsum_kernels.blas = {blas}")
+    try:
+        check(conn, spec, a, b)
+    finally:
+        conn.execute("RESET sparse_einsum_kernels.blas")
+
+
+def test_value_functions_return_the_one_element(conn):
+    spec = "mul;sum;0;4;1;1"
+    got = conn.execute("SELECT se_value2(%s, %s::float8[], %s::float8[]), se_value1(%s, %s::float8[])",
+                       (spec, _arr(V4), _arr(V4), "exp;sum;0;;", [0.5])).fetchone()
+    assert got == (pytest.approx(float(V4 @ V4), rel=1e-15), pytest.approx(np.exp(0.5), rel=1e-15))
+    with pytest.raises(psycopg.Error, match="has 4 outputs; se_value1 returns one"):
+        conn.execute("SELECT se_value1('id;sum;1;4;1', ARRAY[1.0, 2, 3, 4]::float8[])")
+
+
+def test_weighted_sum(conn, agg_table):
+    g, val = agg_table
+    for s in PARALLEL:
+        conn.execute(s)
+    try:
+        query = "SELECT g, se_wsum(val[1], val) FROM t_agg GROUP BY g ORDER BY g"
+        assert "Partial" in "\n".join(r[0] for r in conn.execute("EXPLAIN " + query))
+        _, got = copy_out_arrays(conn, query)
+    finally:
+        conn.execute("RESET ALL")
+    want = np.zeros((5, val.shape[1]))
+    np.add.at(want, g, val[:, :1] * val)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert conn.execute("SELECT se_wsum(w, v) FROM (VALUES (NULL::float8, ARRAY[1.0]::float8[]), "
+                        "(2.0, ARRAY[3.0])) t(w, v)").fetchone()[0] == [6.0]
+
+
+def test_install_updates_an_older_extension(pg_dsn):
+    """A database on 1.0 is updated in place by install_kernels (as by .ci/pg_setup.sh)."""
+    from psycopg.conninfo import make_conninfo
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS se_kernels_update")
+        admin.execute("CREATE DATABASE se_kernels_update")
+    dsn = make_conninfo(pg_dsn, dbname="se_kernels_update")
+    try:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("CREATE EXTENSION sparse_einsum_kernels VERSION '1.0'")
+            with pytest.raises(BackendError, match="1.0 .* installed, 1.1 needed"):
+                check_kernels(c)
+        assert install_kernels(dsn) == KERNELS_VERSION
+        with psycopg.connect(dsn, autocommit=True) as c:
+            check_kernels(c)
+            assert c.execute("SELECT se_value2('mul;sum;0;2;1;1', ARRAY[1.0, 2.0]::float8[], "
+                             "ARRAY[3.0, 4.0]::float8[])").fetchone()[0] == 11.0
+            libraries = {r[0] for r in c.execute(
+                "SELECT DISTINCT probin FROM pg_proc WHERE proname LIKE 'se\\_%' AND prokind = 'f'")}
+            assert libraries == {f"$libdir/sparse_einsum_kernels-{KERNELS_VERSION}"}
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("DROP DATABASE IF EXISTS se_kernels_update")
 
 
 def test_version_and_check(conn):

@@ -6,14 +6,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sqlglot
 
 from sparse_einsum import Session
 from sparse_einsum.optimizer.strategies import STRATEGIES
 from sparse_einsum.program.ops import c_header
-from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect
+from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect, DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
 from sparse_einsum.sql.spark import SparkDialect
 
@@ -22,7 +21,7 @@ from test_programs import PROGRAMS
 PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 # The pipeline's stages in order; a module may import its own stage and earlier ones.
 STAGES = [
-    ["errors"],
+    ["errors", "memory"],
     ["program"],
     ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
@@ -77,9 +76,8 @@ def test_c_kernels_read_the_generated_operation_list():
         "udf_kernels/common/se_ops.h is stale: run python -m sparse_einsum.program.ops"
 
 
-@pytest.mark.parametrize("dialect", [DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect(),
-                                     SparkDialect()],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize("dialect", [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(),
+                                     PostgresDialect(), SparkDialect()], ids=lambda d: d.name)
 def test_every_generated_statement_parses_in_its_dialect(dialect):
     statements = 0
     for name, (text, make_data) in PROGRAMS.items():

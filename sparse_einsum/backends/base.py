@@ -7,7 +7,10 @@ Backends are context managers.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+import re
+from contextlib import nullcontext
+from pathlib import Path
+from typing import ClassVar, ContextManager, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +26,9 @@ from ..sql.sources import bounds_select, import_select
 from ..sql.steps import KernelUse, Step, TableRelation, key_column
 from ..stats.tensor_stats import TensorStats
 
+# tables an older version left behind: Session prefixes are se_ and 10 hex digits
+LEFTOVER_TABLE = re.compile(r"^se_[0-9a-f]{10}_[A-Za-z0-9_]+$")
+
 # information_schema type names of integer columns (DuckDB and PostgreSQL)
 INTEGER_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
                  "uinteger", "ubigint", "uhugeint", "int", "int2", "int4", "int8"}
@@ -32,6 +38,9 @@ class Backend:
     """A database the compiled steps run on."""
     name: ClassVar[str]
     dialect: Dialect
+    # the share of `memory_limit()` one tuple or kernel call may take (the optimizer's cap)
+    memory_share: ClassVar[float] = 1.0
+    fallback: str | None = None     # why the engine's native kernels are not in use
 
     def __enter__(self) -> "Backend":
         return self
@@ -69,6 +78,18 @@ class Backend:
         parallelism, say)."""
         return params
 
+    def scope(self) -> ContextManager:
+        """Where a session's tables live so that nothing outlives the process: engines whose
+        intermediates are TEMP tables need nothing; PostgreSQL runs a transaction (a
+        savepoint when nested), so a failure, Ctrl-C or a dropped connection rolls back
+        every table made inside."""
+        return nullcontext()
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        """The engine's memory limit in bytes and the setting it comes from (for messages),
+        or None when there is none."""
+        return None
+
     # -- shared ---------------------------------------------------------------------
     def run(self, step: Step) -> None:
         self.execute(step.sql)
@@ -95,6 +116,29 @@ class Backend:
 
     def drop(self, rel: TableRelation) -> None:
         self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+
+    def leftovers(self) -> list[str]:
+        """What killed runs of older versions left: tables named like a session's
+        intermediates (se_ and 10 hex digits), outside temporary schemas."""
+        rows = self.query("SELECT table_schema, table_name FROM information_schema.tables "
+                          "WHERE table_type = 'BASE TABLE'")
+        q = self.dialect.q
+        return [f"{q(schema)}.{q(name)}" for schema, name in rows
+                if LEFTOVER_TABLE.match(name) and not schema.startswith("pg_temp")]
+
+    def leftover_files(self) -> list[Path]:
+        """Files killed processes left (DuckDB's spill files)."""
+        return []
+
+    def cleanup(self, dry_run: bool = False) -> list[str]:
+        """Remove (or with `dry_run` only list) the `leftovers` and `leftover_files`."""
+        tables, files = self.leftovers(), self.leftover_files()
+        if not dry_run:
+            for table in tables:
+                self.execute(f"DROP TABLE IF EXISTS {table}")
+            for path in files:
+                path.unlink(missing_ok=True)
+        return [f"table {t}" for t in tables] + [f"file {p}" for p in files]
 
     def table_columns(self, table: str) -> dict[str, str] | None:
         """Column name -> type name of a table, None when there is no such table."""
@@ -132,7 +176,11 @@ class Backend:
             if source.kind != "table":
                 self.release_source(f"{table}_src")
         rel = TableRelation(table, decl.name, shape, (1,) * len(shape), decl.labels)
-        return rel, self.table_stats(rel)
+        try:
+            return rel, self.table_stats(rel)
+        except BaseException:
+            self.drop(rel)
+            raise
 
     def _source_shape(self, source: SourceInput, from_sql: str) -> tuple[int, ...]:
         decl = source.decl

@@ -1,21 +1,34 @@
-"""The DuckDB backend: loads relations from Arrow, registers NumPy kernels as
-arrow UDFs, runs the compiled statements and fetches results."""
+"""The DuckDB backend: loads relations from Arrow, runs the compiled statements with the
+sparse_einsum extension's C kernels (or, where it cannot be loaded, NumPy kernels as
+arrow UDFs) and fetches results."""
 from __future__ import annotations
 
+import os
+import re
+import warnings
+from pathlib import Path
 from typing import Callable, Sequence
 
 import duckdb
 from duckdb import sqltypes
 
 from ..blocks import Blocks
+from ..errors import BackendError
 from ..inputs import SourceInput
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, sparsify_function,
                                      split_function, stack_function)
-from ..sql.duckdb import DuckDBDialect, file_scan
+from ..memory import parse_size
+from ..sql.dialect import Dialect
+from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
+from . import duckdb_extension
 from .base import Backend, arrow_relation, relation_blocks
 
 _LIST = sqltypes.DuckDBPyType(list[float])
+# database files this package creates are readable by DuckDB from this version on (the
+# duckdb shell on PyPI, duckdb-cli, is at 1.5 while the Python package is at 2.0)
+STORAGE_VERSION = "v1.5.0"
+_SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
 
 
 def _literal(text: str) -> str:
@@ -26,29 +39,106 @@ def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
 
 
+def connect(database: str, read_only: bool = False, native: bool = True
+            ) -> duckdb.DuckDBPyConnection:
+    """A connection to a DuckDB database file (or ``:memory:``), allowing the unsigned
+    sparse_einsum extension when `native`; a file another process holds, or one in a
+    missing directory, is a one-line BackendError. A file it creates is written in
+    STORAGE_VERSION, so that the duckdb shell can run compiled jobs on it."""
+    new_file = database != ":memory:" and not Path(database).exists()
+    config = {"storage_compatibility_version": STORAGE_VERSION} if new_file else {}
+    if native:
+        config["allow_unsigned_extensions"] = "true"
+    try:
+        return duckdb.connect(database, read_only=read_only, config=config)
+    except duckdb.Error as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        holder = re.search(r"Conflicting lock is held in (.*) \(PID (\d+)\)", message)
+        parent = Path(database).parent
+        if holder:
+            why = f"it is in use by process {holder.group(2)} ({holder.group(1)})"
+        elif not parent.is_dir():
+            why = f"directory {parent} does not exist"
+        else:
+            why = message
+        raise BackendError(f"cannot open DuckDB database {database}: {why}") from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:                 # exists, owned by someone else
+        return True
+    return True
+
+
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
+    Its own connections allow unsigned extensions and load the sparse_einsum extension.
+    `native`: None (default) uses it when it loads and otherwise falls back to the
+    UDF kernels with one warning (a caller's connection opened without
+    allow_unsigned_extensions, no C compiler); True requires it; False never loads it.
     A caller's connection gets its own cursor: same database, and an unfinished result
     of the caller's does not block our statements."""
     name = "duckdb"
+    memory_share = 1 / 2     # one tuple or kernel call: at most half, the rest for the operators
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, *,
                  database: str = ":memory:", memory_limit: str | None = None,
                  temp_directory: str | None = None, threads: int | None = None,
-                 read_only: bool = False):
+                 read_only: bool = False, native: bool | None = None):
         if connection is None:
-            connection = duckdb.connect(database, read_only=read_only)
-            self.con = connection
+            self.con = connect(database, read_only=read_only, native=native is not False)
         else:
             self.con = connection.cursor()
-        self.con.execute("SET enable_progress_bar = false")
-        for setting, value in (("memory_limit", memory_limit), ("temp_directory", temp_directory)):
-            if value:
-                self.con.execute(f"SET {setting} = {_literal(value)}")
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
-        self.dialect = DuckDBDialect()
+        try:
+            self.con.execute("SET enable_progress_bar = false")
+            for setting, value, what in (
+                    ("memory_limit", memory_limit, "is not a size such as 2GB, 512MiB or 50%"),
+                    ("temp_directory", temp_directory, "cannot be used")):
+                if value:
+                    try:
+                        self.con.execute(f"SET {setting} = {_literal(value)}")
+                    except duckdb.Error:
+                        raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
+            if threads:
+                self.con.execute(f"SET threads = {int(threads)}")
+            self.dialect = self._kernels(native)
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The native dialect when the extension loads, else the UDF one (`fallback` says why)."""
+        if native is False:
+            self.fallback = "the extension was not requested (native=False)"
+            return DuckDBDialect()
+        try:
+            duckdb_extension.load(self.con)
+            return DuckDBNativeDialect()
+        except BackendError as exc:
+            if native:
+                raise
+            self.fallback = str(exc)
+            warnings.warn(f"sparse-einsum runs DuckDB kernels as Python UDFs (slower): "
+                          f"{self.fallback}", RuntimeWarning, stacklevel=2)
+            return DuckDBDialect()
+
+    def leftover_files(self) -> list[Path]:
+        """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
+        directory = Path(self.query("SELECT current_setting('temp_directory')")[0][0] or ".tmp")
+        if not directory.is_dir():
+            return []
+        return [path for path in sorted(directory.iterdir())
+                if (m := _SPILL_FILE.match(path.name)) and not _alive(int(m.group(1)))]
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        text = self.query("SELECT current_setting('memory_limit')")[0][0]
+        size = parse_size(str(text).replace(" ", ""))
+        return (size, f"DuckDB's memory_limit {text}") if size else None
 
     def close(self) -> None:
         self.con.close()     # our own connection, or our cursor on the caller's
@@ -58,7 +148,7 @@ class DuckDBBackend(Backend):
         view = f"{rel.table}_arrow"
         self.con.register(view, arrow_relation(rel, blocks))
         try:
-            self.con.execute(f'CREATE TABLE "{rel.table}" AS SELECT * FROM "{view}"')
+            self.con.execute(self.dialect.create(rel.table, f'SELECT * FROM "{view}"'))
         finally:
             self.con.unregister(view)
 

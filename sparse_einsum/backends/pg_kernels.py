@@ -1,9 +1,13 @@
 """Build, install and check the PostgreSQL C extension ``sparse_einsum_kernels``.
 
-The sources live in ``udf_kernels/postgres`` at the repository root. Building needs
-a C compiler, ``make`` and the server headers of the same major version as the
-server (Debian: ``postgresql-server-dev-15``); installing needs write access to the
-server's lib and extension directories, so it must run on the server's machine.
+The sources live in ``udf_kernels/postgres`` (and the kernel core shared with the
+DuckDB extension in ``udf_kernels/common``) at the repository root. Building needs a C
+compiler, ``make``, OpenBLAS (Debian: ``libopenblas-dev``) and the server headers of
+the same major version as the server (Debian: ``postgresql-server-dev-15``); installing
+needs write access to the server's lib and extension directories, so it must run on
+the server's machine. Installing updates an extension of an older version in place
+(``ALTER EXTENSION ... UPDATE``); the library of each version has its own file, so
+databases still on an older version keep working meanwhile.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 
 from sparse_einsum.errors import BackendError
 
-KERNELS_VERSION = "1.0"
+KERNELS_VERSION = "1.1"
 EXTENSION = "sparse_einsum_kernels"
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels" / "postgres"
 _INSTALL_HINT = "run sparse-einsum install-kernels --dsn DSN (as a user that may write the PostgreSQL lib dir)"
@@ -62,6 +66,11 @@ def _check_tools(pg_config: str, major: int) -> None:
                            "install gcc (apt-get install gcc)")
     if not shutil.which("make"):
         raise BackendError("no make: install make (apt-get install make)")
+    blas = subprocess.run([cc, "-E", "-x", "c", "-"], input="#include <cblas.h>\n",
+                          capture_output=True, text=True)
+    if blas.returncode:
+        raise BackendError("no OpenBLAS headers (cblas.h): install libopenblas-dev "
+                           "(apt-get install libopenblas-dev)")
     include = Path(_config(pg_config, "includedir-server"))
     pgxs = Path(_config(pg_config, "pgxs"))
     if not (include / "postgres.h").exists() or not pgxs.exists():

@@ -40,6 +40,19 @@ class PostgresBackend(Backend):
             pass
         self.dialect = PostgresDialect()
 
+    def scope(self):
+        return self.conn.transaction()
+
+    def drop(self, rel: TableRelation) -> None:
+        from psycopg import pq
+        if self.conn.info.transaction_status != pq.TransactionStatus.INERROR:
+            super().drop(rel)    # else the failed transaction's rollback removes it
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        text, size = self.query("SELECT current_setting('work_mem'), "
+                                "pg_size_bytes(current_setting('work_mem'))")[0]
+        return int(size), f"PostgreSQL's work_mem {text}"
+
     def close(self) -> None:
         if self._owns:
             self.conn.close()
@@ -49,7 +62,8 @@ class PostgresBackend(Backend):
         keys = [f"{q(c)} bigint" for c in rel.columns]
         integers = blocks.values.dtype.kind in "biu"
         value = "val float8[]" if not rel.is_scalar else ("val bigint" if integers else "val float8")
-        self.conn.execute(f"CREATE UNLOGGED TABLE {q(rel.table)} ({', '.join(keys + [value])})")
+        self.conn.execute(f"CREATE {self.dialect.table_kind} {q(rel.table)} "
+                          f"({', '.join(keys + [value])})")
         if len(blocks) == 0:
             return
         if rel.sparse:

@@ -16,19 +16,23 @@ from .numpy_kernels import Packed, position_offsets, run_kernel, run_sparse_kern
 from .spec import GatherSpec, KernelSpec
 
 
+def _numpy(array, part) -> np.ndarray:
+    """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
+    pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    parts = [part(c).to_numpy(zero_copy_only=False) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def rows(array) -> np.ndarray:
     """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
     n = len(array)
-    flat = array.flatten().to_numpy(zero_copy_only=False)
+    flat = _numpy(array, lambda chunk: chunk.flatten())
     return flat.reshape(n, -1) if n else flat.reshape(0, 0)
 
 
 def scalars(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
+    return _numpy(array, lambda chunk: chunk)
 
 
 def packed(array) -> Packed:

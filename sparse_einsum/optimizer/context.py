@@ -2,11 +2,11 @@
 the inputs live; and turning search results into costed Plans."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..cost import CostModel, CostParams
+from ..memory import physical_memory
 from ..plan import Plan, StatementCost
 from ..program.dag import Dag
 from ..stats.propagate import propagate
@@ -15,13 +15,12 @@ from ..tiling import Tiling
 from .search import LoadItem, Partial, RepartitionItem, SearchSpace
 
 
+DEFAULT_CAP_SOURCE = "1/32 of physical memory, at most 256 MiB"
+
+
 def default_memory_cap() -> float:
     """Bytes one tuple or kernel call may hold: 1/32 of physical memory, at most 256 MiB."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        physical = 8 << 30
-    return float(min(physical // 32, 256 << 20))
+    return float(min(physical_memory() // 32, 256 << 20))
 
 
 @dataclass
@@ -32,17 +31,24 @@ class OptimizerContext:
     model: CostModel
     stored: dict[str, Tiling] = field(default_factory=dict)   # table inputs: their tiling
     label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
+    cap_source: str = DEFAULT_CAP_SOURCE          # where the memory cap comes from, for messages
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
+              bound_states: bool = False,
               stored: dict[str, Tiling] | None = None,
-              label_names: dict[str, str] | None = None) -> "OptimizerContext":
+              label_names: dict[str, str] | None = None,
+              cap_source: str | None = None) -> "OptimizerContext":
+        """`bound_states`: array aggregates keep their states where the engine cannot spill
+        them, so groups x state size must stay within the memory cap too."""
         stats = propagate(dag, input_stats)
-        model = CostModel(dag, stats, params, memory_cap or default_memory_cap(),
-                          max_payload_values, scalars_only, sparse_payloads)
-        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}))
+        cap = memory_cap or default_memory_cap()
+        model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
+                          sparse_payloads, max_state_bytes=cap if bound_states else None)
+        source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
+        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 
     @cached_property
     def space(self) -> SearchSpace:
@@ -65,13 +71,16 @@ class OptimizerContext:
         """Per vertex: estimated tuples and cost split into load/join/aggregate/repartition/
         kernel, from the plan's cost items (an input load counts for the first statement
         that reads it that way)."""
-        items = dict(self.space.cost(plan.choices).costs)
+        items = self.space.items(plan.choices)
+        repartitions: dict[str, float] = {}
+        for item, cost in items.items():
+            if isinstance(item, RepartitionItem):
+                repartitions[item.consumer] = repartitions.get(item.consumer, 0.0) + cost
         result, loaded = {}, set()
         for v in self.dag.vertices:
             choice = plan.choices[v.name]
             c = self.model.vertex(v, choice)
-            repartition = sum(cost for item, cost in items.items()
-                              if isinstance(item, RepartitionItem) and item.consumer == v.name)
+            repartition = repartitions.get(v.name, 0.0)
             load = 0.0
             for k, operand in enumerate(v.operands):
                 item = LoadItem(operand.tensor, choice.tiling(operand.labels), k in choice.sparse)

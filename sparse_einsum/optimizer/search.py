@@ -3,7 +3,7 @@
 jointly), `greedy` (locally cheapest, no alternatives kept) and `brute_force`
 (every combination; the tests' oracle).
 
-A partial plan is the set of choices made so far (vertex -> promoted labels) and
+A partial plan is the set of choices made so far (vertex -> `Choice`) and
 the cost items they cause; cost items are keyed so that a vertex shared by two
 consumers is counted once. Each consumer pays its own repartitions (the executor
 may reuse one, so that is an upper bound), which keeps the DP exact.
@@ -28,6 +28,8 @@ JOINT_LIMIT = 4096
 ALL_SUBSETS = 8
 # a vertex tries every combination of tile sizes while there are at most this many
 ALL_TILINGS = 512
+# beyond this many shared vertices (each merge compares them) the DP gives greedy's plan
+SHARED_LIMIT = 48
 
 
 @dataclass(frozen=True)
@@ -57,33 +59,104 @@ class RepartitionItem:
 CostItem = Union[LoadItem, VertexItem, RepartitionItem]
 
 
-@dataclass(frozen=True)
+Decision = tuple[str, Choice]        # (vertex, its choice)
+
+
 class Partial:
-    choices: tuple[tuple[str, Choice], ...]              # sorted by vertex name
-    costs: dict[CostItem, float]                         # (not to be changed)
-    total: float
+    """The choices made so far (vertex -> Choice) and the cost items they cause,
+    each counted once.
+
+    What two branches of a merge may both hold (loads of inputs, and the choices and items
+    of "shared" vertices: those with a fan-out at or after them) is kept in the dicts
+    `checked` and `counted`, to check consistency and count once. Everything else is kept
+    only in `parts`, a persistent tree (own entries and the partials merged), never
+    copied: a merge costs the shared part's size, not the plan's, so the DP is linear on
+    tree-shaped programs of any length.
+    """
+    __slots__ = ("total", "checked", "counted", "parts", "signature")
+
+    def __init__(self, total: float, checked: dict[str, Choice],
+                 counted: dict[CostItem, float], parts: tuple, signature: int):
+        self.total = total
+        self.checked, self.counted = checked, counted   # never mutated after construction
+        self.parts = parts            # Partials and (item, cost, choice or None) entries
+        self.signature = signature    # sum of the choices' hashes: identifies the choice set
 
     @staticmethod
     def make(choices: dict[str, Choice], costs: dict[CostItem, float]) -> "Partial":
-        return Partial(tuple(sorted(choices.items())), costs, sum(costs.values()))
+        return Partial(sum(costs.values()), dict(choices), dict(costs), (),
+                       sum(map(_choice_hash, choices.items())))
 
     def merge(self, other: "Partial") -> "Partial | None":
-        choices = dict(self.choices)
-        for name, choice in other.choices:
-            if choices.setdefault(name, choice) != choice:
-                return None
-        return Partial.make(choices, {**self.costs, **other.costs})
+        """Both partials together; None when they disagree on a shared vertex."""
+        small, large = sorted((self, other), key=lambda p: len(p.checked) + len(p.counted))
+        signature = small.signature + large.signature
+        for name, choice in small.checked.items():
+            have = large.checked.get(name)
+            if have is not None:
+                if have != choice:
+                    return None
+                signature -= _choice_hash((name, choice))
+        total = small.total + large.total - sum(
+            cost for item, cost in small.counted.items() if item in large.counted)
+        checked = {**large.checked, **small.checked} if small.checked else large.checked
+        counted = {**large.counted, **small.counted} if small.counted else large.counted
+        return Partial(total, checked, counted, (small, large), signature)
 
-    def plus(self, item: CostItem, cost: float,
-             choice: tuple[str, Choice] | None = None) -> "Partial":
-        choices = dict(self.choices)
-        if choice:
-            choices[choice[0]] = choice[1]
-        return Partial(tuple(sorted(choices.items())), {**self.costs, item: cost},
-                       self.total - self.costs.get(item, 0.0) + cost)
+    def plus(self, item: CostItem, cost: float, choice: Decision | None = None,
+             shared: bool = True) -> "Partial":
+        """With one more cost item (and the choice causing it); `shared` items and choices
+        are kept in the dicts, the others in `parts` only."""
+        signature = self.signature + (_choice_hash(choice) if choice else 0)
+        if not shared:
+            return Partial(self.total + cost, self.checked, self.counted,
+                           ((item, cost, choice), self), signature)
+        checked = {**self.checked, choice[0]: choice[1]} if choice else self.checked
+        total = self.total + cost - self.counted.get(item, 0.0)
+        return Partial(total, checked, {**self.counted, item: cost}, (self,), signature)
+
+    def _collect(self) -> tuple[dict[str, Choice], dict[CostItem, float]]:
+        choices, costs = {}, {}
+        stack, seen = [self], set()
+        while stack:
+            p = stack.pop()
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            choices.update(p.checked)
+            costs.update(p.counted)
+            for part in p.parts:
+                if isinstance(part, Partial):
+                    stack.append(part)
+                else:
+                    item, cost, choice = part
+                    costs[item] = cost
+                    if choice:
+                        choices[choice[0]] = choice[1]
+        return choices, costs
+
+    @property
+    def choices(self) -> tuple[Decision, ...]:
+        """Every choice, sorted by vertex name."""
+        return tuple(sorted(self._collect()[0].items()))
+
+    @property
+    def costs(self) -> dict[CostItem, float]:
+        """Every cost item once."""
+        return self._collect()[1]
+
+    @property
+    def rank_key(self) -> float:
+        """The total to 12 digits: plans whose costs differ only by rounding tie (and keep
+        the order they were found in)."""
+        return float(f"{self.total:.12g}")
 
 
-EMPTY = Partial((), {}, 0.0)
+def _choice_hash(choice: Decision) -> int:
+    return hash(choice)
+
+
+EMPTY = Partial(0.0, {}, {}, (), 0)
 
 
 def subsets(labels: tuple[str, ...]) -> Iterator[frozenset[str]]:
@@ -126,11 +199,11 @@ def promotions(v: Vertex, sizes: dict[str, int]) -> list[frozenset[str]]:
 
 
 def _best(candidates: Iterable[Partial | None], k: int) -> list[Partial]:
-    unique: dict = {}
+    unique: dict[int, Partial] = {}
     for c in candidates:
-        if c is not None and (c.choices not in unique or c.total < unique[c.choices].total):
-            unique[c.choices] = c
-    return heapq.nsmallest(k, unique.values(), key=lambda c: c.total)
+        if c is not None and (c.signature not in unique or c.total < unique[c.signature].total):
+            unique[c.signature] = c
+    return heapq.nsmallest(k, unique.values(), key=lambda c: c.rank_key)
 
 
 def _merge_lists(a: list[Partial], b: list[Partial], k: int) -> list[Partial]:
@@ -166,6 +239,18 @@ class SearchSpace:
     def local(self) -> dict[tuple[str, Choice], float]:
         return {(v.name, c): self.model.vertex(v, c).total
                 for v in self.dag.vertices for c in self.options[v.name]}
+
+    @cached_property
+    def shared(self) -> set[str]:
+        """Vertices that two branches of a merge may both hold: a vertex read twice (or by
+        two vertices), and every vertex feeding one."""
+        shared: set[str] = set()
+        for v in reversed(self.dag.vertices):
+            users = list(self.dag.graph.successors(v.name))
+            uses = sum(o.tensor == v.name for u in users for o in self.dag.vertex(u).operands)
+            if uses > 1 or any(u in shared for u in users):
+                shared.add(v.name)
+        return shared
 
     def combinations(self) -> int:
         return prod(len(o) for o in self.options.values())
@@ -245,12 +330,12 @@ class SearchSpace:
                             moves = self.move_items(operand.tensor, have, need, v.name, sparse)
                             for part in lst:
                                 for item, cost in moves.items():
-                                    part = part.plus(item, cost)
+                                    part = part.plus(item, cost, None, v.name in self.shared)
                                 cands.append(part)
                         cands = _best(cands, k)
                     combos = _merge_lists(combos, cands, k)
                 own = [c.plus(VertexItem(v.name), self.local[(v.name, choice)],
-                              (v.name, choice)) for c in combos]
+                              (v.name, choice), v.name in self.shared) for c in combos]
                 entries[out] = _best(entries.get(out, []) + own, k)
             table[v.name] = entries
         result = [EMPTY]
@@ -264,7 +349,11 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
     tiling, and for an array input read more than once, the decomposition loaded for
     several readers (paid once, outside the DP). Beyond, the DP runs with wide top-k lists
-    and keeps consistent merges only."""
+    and keeps consistent merges only. With more than SHARED_LIMIT shared vertices (long
+    programs reusing their results) the DP's merges would grow with the program: greedy's
+    plan, found in linear time, is returned."""
+    if len(space.shared) > SHARED_LIMIT:
+        return [greedy(space)]
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
@@ -287,20 +376,24 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     return _best(found, k)
 
 
+
 def greedy(space: SearchSpace) -> Partial:
-    """Along the DAG, the locally cheapest decomposition given the producers already fixed."""
-    chosen = EMPTY
+    """Along the DAG, the locally cheapest decomposition given the producers already fixed
+    (the cost a choice adds: its vertex and the operand items not paid already)."""
+    choice: dict[str, Choice] = {}
+    items: dict[CostItem, float] = {}
     for v in space.dag.vertices:
         best = None
         for option in space.options[v.name]:
-            choice = {**dict(chosen.choices), v.name: option}
-            items = {**chosen.costs, VertexItem(v.name): space.local[(v.name, option)],
+            choice[v.name] = option
+            extra = {VertexItem(v.name): space.local[(v.name, option)],
                      **space.operand_items(v, choice)}
-            cand = Partial.make(choice, items)
-            if best is None or cand.total < best.total:
-                best = cand
-        chosen = best
-    return chosen
+            added = sum(cost for item, cost in extra.items() if item not in items)
+            if best is None or added < best[0]:
+                best = (added, option, extra)
+        choice[v.name] = best[1]
+        items.update(best[2])
+    return Partial.make(choice, items)
 
 
 def brute_force(space: SearchSpace, k: int = 1) -> list[Partial]:

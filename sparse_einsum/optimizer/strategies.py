@@ -21,6 +21,7 @@ from .search import brute_force, dynamic_programming, greedy
 
 StrategyFn = Callable[[OptimizerContext, "str | None", int], list[Plan]]
 BRUTE_LIMIT = 5_000        # combinations the brute-force strategy enumerates at most
+MAX_TOP = 100              # most plans one call ranks (the DP's work grows with its square)
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ def usages() -> str:
 
 def plans(ctx: OptimizerContext, spec: str | PlanSpec, top: int = 1) -> list[Plan]:
     """Up to `top` costed plans of the strategy `spec` names, best first."""
-    if not isinstance(top, int) or top < 1:
-        raise PlanError(f"top must be a positive integer, not {top!r}")
+    if not isinstance(top, int) or isinstance(top, bool) or not 1 <= top <= MAX_TOP:
+        raise PlanError(f"top must be an integer from 1 to {MAX_TOP}, not {top!r}")
     parsed = spec if isinstance(spec, PlanSpec) else PlanSpec.parse(spec)
     return STRATEGIES[parsed.strategy].fn(ctx, parsed.argument, top)
 
@@ -118,9 +119,6 @@ def _integer(name: str, argument: str | None, positive: bool) -> int:
 
 def _ranked(ctx: OptimizerContext, first: int, top: int) -> list[Plan]:
     found = dynamic_programming(ctx.space, first + top - 1)
-    if not found:
-        raise PlanError(f"no plan fits the memory cap of {ctx.model.cap:.0f} bytes per tuple "
-                        "and kernel call")
     if len(found) < first:
         raise PlanError(f"plan rank:{first}: the program has only {len(found)} distinct plans")
     return [ctx.to_plan(p, f"rank:{n}") for n, p in enumerate(found, 1)][first - 1:]

@@ -9,6 +9,7 @@ from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 
@@ -38,7 +39,7 @@ class Vertex:
     def is_binary(self) -> bool:
         return len(self.operands) == 2
 
-    @property
+    @cached_property          # the cost model asks for these many times per vertex
     def all_labels(self) -> tuple[str, ...]:
         """Output labels, then aggregated labels, in order of first appearance."""
         seen = dict.fromkeys(self.labels)
@@ -46,11 +47,11 @@ class Vertex:
             seen.update(dict.fromkeys(operand.labels))
         return tuple(seen)
 
-    @property
+    @cached_property
     def agg_labels(self) -> tuple[str, ...]:
         return tuple(l for l in self.all_labels if l not in self.labels)
 
-    @property
+    @cached_property
     def annihilates(self) -> bool:
         """True when a zero input gives a zero output (missing tuples stay missing)."""
         return preserves_zero(self.op)

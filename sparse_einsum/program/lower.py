@@ -15,7 +15,8 @@ import opt_einsum
 
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
-from .model import Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs
+from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs,
+                    fold, nodes)
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -96,32 +97,35 @@ class _Lowerer:
 
     # -- general expressions ------------------------------------------------
     def _lower(self, expr: Expr, root: _Target | None) -> "Operand | _Root":
-        """Lower `expr`; at the root (a target given) the last vertex is the target's."""
+        """Lower `expr` bottom-up (no recursion); at the root (a target given) the last
+        vertex is the target's."""
+        return fold(expr, lambda node, args: self._lower_node(node, args,
+                                                              root if node is expr else None))
+
+    def _lower_node(self, expr: Expr, args: list, root: _Target | None) -> "Operand | _Root":
+        """One node, its children already lowered (`args`; a constant child lowers to None)."""
         if isinstance(expr, Ref):
             return Operand(expr.name, expr.labels)
         if isinstance(expr, Const):
-            raise ProgramError("a statement needs at least one tensor reference",
-                               source=None, line=self.st.line)
+            if root:
+                raise ProgramError("a statement needs at least one tensor reference",
+                                   source=None, line=self.st.line)
+            return None
         if isinstance(expr, Unary):
             if isinstance(expr.arg, Const):
                 raise ProgramError(f"{expr.fn}() of a constant: write the number instead",
                                    line=self.st.line)
-            inner = self._lower(expr.arg, None)
-            return self._node((inner,), expr.fn, root)
+            return self._node((args[0],), expr.fn, root)
         assert isinstance(expr, Binary)
         if isinstance(expr.left, Const) and isinstance(expr.right, Const):
             raise ProgramError("an operation between two constants: write the number instead",
                                line=self.st.line)
         op = BY_SYMBOL[expr.op]
         if isinstance(expr.right, Const):      # x OP c
-            inner = self._lower(expr.left, None)
-            return self._node((inner,), with_constant(op.with_constant[0], expr.right.value), root)
+            return self._node((args[0],), with_constant(op.with_constant[0], expr.right.value), root)
         if isinstance(expr.left, Const):       # c OP x
-            inner = self._lower(expr.right, None)
-            return self._node((inner,), with_constant(op.with_constant[1], expr.left.value), root)
-        left = self._lower(expr.left, None)
-        right = self._lower(expr.right, None)
-        return self._node((left, right), op.name, root)
+            return self._node((args[1],), with_constant(op.with_constant[1], expr.left.value), root)
+        return self._node((args[0], args[1]), op.name, root)
 
     def _node(self, operands: tuple[Operand, ...], op: str, root: _Target | None
               ) -> "Operand | _Root":
@@ -170,13 +174,17 @@ class _Root:
 
 
 def _signed_terms(expr: Expr) -> list[tuple[int, Expr]]:
-    """The terms of a sum/difference at the top of an expression, with their signs."""
-    if isinstance(expr, Binary) and expr.op in "+-":
-        right = _signed_terms(expr.right)
-        if expr.op == "-":
-            right = [(-sign, term) for sign, term in right]
-        return _signed_terms(expr.left) + right
-    return [(1, expr)]
+    """The terms of a sum/difference at the top of an expression, with their signs, left
+    to right (no recursion: sums may be long)."""
+    terms, stack = [], [(1, expr)]
+    while stack:
+        sign, node = stack.pop()
+        if isinstance(node, Binary) and node.op in "+-":
+            stack.append((-sign if node.op == "-" else sign, node.right))
+            stack.append((sign, node.left))
+        else:
+            terms.append((sign, node))
+    return terms
 
 
 def _letters(sizes: dict[str, int]) -> dict[str, str]:
@@ -185,15 +193,13 @@ def _letters(sizes: dict[str, int]) -> dict[str, str]:
 
 def _product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
     """(refs, constant) when `expr` is a product of references and constants."""
-    if isinstance(expr, Ref):
-        return [expr], 1.0
-    if isinstance(expr, Const):
-        return [], expr.value
-    if isinstance(expr, Binary) and expr.op == "*":
-        left, right = _product_factors(expr.left), _product_factors(expr.right)
-        if left is None or right is None:
+    refs: list[Ref] = []
+    const = 1.0
+    for node in nodes(expr):
+        if isinstance(node, Ref):
+            refs.append(node)
+        elif isinstance(node, Const):
+            const *= node.value
+        elif not (isinstance(node, Binary) and node.op == "*"):
             return None
-        return left[0] + right[0], left[1] * right[1]
-    return None
-
-
+    return refs, const

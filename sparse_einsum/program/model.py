@@ -7,7 +7,7 @@ constants, binary operators and unary functions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Callable, Iterator, TypeVar, Union
 
 from . import ops
 
@@ -16,57 +16,109 @@ BINARY_OPS = tuple(ops.BY_SYMBOL)
 UNARY_FUNCTIONS = ops.FUNCTIONS
 
 
-@dataclass(frozen=True)
-class Ref:
+class _Node:
+    """Equality, hashing and text of expression trees without recursion, so that a
+    1000-term sum or 400 nested parentheses work like a short expression."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Node) and _flat(self) == _flat(other)  # type: ignore[arg-type]
+
+    def __hash__(self) -> int:
+        return hash(_flat(self))  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return fold(self, _text)  # type: ignore[arg-type]
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ref(_Node):
     """A tensor reference ``T[a,b]``; labels may repeat (a diagonal)."""
     name: str
     labels: tuple[str, ...]
     line: int = 0
     column: int = 0
 
-    def __str__(self) -> str:
-        return f"{self.name}[{','.join(self.labels)}]"
 
-
-@dataclass(frozen=True)
-class Const:
+@dataclass(frozen=True, eq=False, repr=False)
+class Const(_Node):
     value: float
 
-    def __str__(self) -> str:
-        return repr(self.value)
 
-
-@dataclass(frozen=True)
-class Unary:
+@dataclass(frozen=True, eq=False, repr=False)
+class Unary(_Node):
     fn: str            # one of UNARY_FUNCTIONS
     arg: "Expr"
 
-    def __str__(self) -> str:
-        return f"{self.fn}({self.arg})"
 
-
-@dataclass(frozen=True)
-class Binary:
+@dataclass(frozen=True, eq=False, repr=False)
+class Binary(_Node):
     op: str            # one of BINARY_OPS
     left: "Expr"
     right: "Expr"
 
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
-
 
 Expr = Union[Ref, Const, Unary, Binary]
+R = TypeVar("R")
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    if isinstance(expr, Binary):
+        return expr.left, expr.right
+    if isinstance(expr, Unary):
+        return (expr.arg,)
+    return ()
+
+
+def fold(expr: Expr, visit: Callable[[Expr, list[R]], R]) -> R:
+    """`visit(node, results of its children)` bottom-up, children left to right, with an
+    explicit stack: every pass over an expression uses this (or `nodes`), never recursion."""
+    results: list[R] = []
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        kids = children(node)
+        if kids and not expanded:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+            continue
+        args = results[len(results) - len(kids):]
+        del results[len(results) - len(kids):]
+        results.append(visit(node, args))
+    return results[0]
+
+
+def nodes(expr: Expr) -> Iterator[Expr]:
+    """Every node of an expression, parents before children, left to right."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+def _flat(expr: Expr) -> tuple:
+    """The tree as one flat tuple (node type and own fields, in preorder)."""
+    return tuple((type(n).__name__,) + (
+        (n.name, n.labels, n.line, n.column) if isinstance(n, Ref) else
+        (n.value,) if isinstance(n, Const) else (n.fn,) if isinstance(n, Unary) else (n.op,))
+        for n in nodes(expr))
+
+
+def _text(node: Expr, args: list[str]) -> str:
+    if isinstance(node, Ref):
+        return f"{node.name}[{','.join(node.labels)}]"
+    if isinstance(node, Const):
+        return repr(node.value)
+    if isinstance(node, Unary):
+        return f"{node.fn}({args[0]})"
+    return f"({args[0]} {node.op} {args[1]})"
 
 
 def expr_refs(expr: Expr) -> list[Ref]:
     """All tensor references in an expression, left to right."""
-    if isinstance(expr, Ref):
-        return [expr]
-    if isinstance(expr, Unary):
-        return expr_refs(expr.arg)
-    if isinstance(expr, Binary):
-        return expr_refs(expr.left) + expr_refs(expr.right)
-    return []
+    return [node for node in nodes(expr) if isinstance(node, Ref)]
 
 
 def expr_labels(expr: Expr) -> list[str]:
@@ -137,14 +189,14 @@ class Program:
         raise KeyError(name)
 
 
-def _strip_expr(expr: Expr) -> Expr:
-    if isinstance(expr, Ref):
-        return Ref(expr.name, expr.labels)
-    if isinstance(expr, Unary):
-        return Unary(expr.fn, _strip_expr(expr.arg))
-    if isinstance(expr, Binary):
-        return Binary(expr.op, _strip_expr(expr.left), _strip_expr(expr.right))
-    return expr
+def _strip(node: Expr, args: list[Expr]) -> Expr:
+    if isinstance(node, Ref):
+        return Ref(node.name, node.labels)
+    if isinstance(node, Unary):
+        return Unary(node.fn, args[0])
+    if isinstance(node, Binary):
+        return Binary(node.op, args[0], args[1])
+    return node
 
 
 def strip_locations(program: Program) -> Program:
@@ -152,5 +204,5 @@ def strip_locations(program: Program) -> Program:
     programs that were written differently (text vs. the builder API)."""
     return Program(
         {n: InputDecl(d.name, d.labels, d.bounds, d.source) for n, d in program.inputs.items()},
-        [Statement(s.out, s.out_labels, _strip_expr(s.expr), s.agg) for s in program.statements],
+        [Statement(s.out, s.out_labels, fold(s.expr, _strip), s.agg) for s in program.statements],
         list(program.outputs))

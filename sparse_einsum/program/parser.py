@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from sparse_einsum.errors import ProgramError
+from sparse_einsum.memory import gc_paused
 from sparse_einsum.program.model import (
     AGGREGATES, UNARY_FUNCTIONS, Binary, Const, Expr, InputDecl, Program, Ref, Statement,
     TableSource, Unary,
@@ -60,8 +61,9 @@ def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[
     """The tokens of one line (ending with an "eol" token) and the line without its comment."""
     tokens: list[Token] = []
     pos, end = 0, len(text)
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
+    match = _TOKEN.match
+    while pos < end:
+        m = match(text, pos)
         if m is None:
             what = (f"expected {text[pos]!r} closing the quoted "
                     f"{'identifier' if text[pos] == chr(34) else 'file name'} but found end of line"
@@ -70,13 +72,15 @@ def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[
                     f"but found '{text[pos]}'")
             raise ProgramError(what, source=source, line=line, column=pos + 1)
         kind = m.lastgroup or ""
+        if kind == "ws":
+            pos = m.end()
+            continue
         if kind == "comment":
             end = pos
             break
-        if kind != "ws":
-            raw = m.group()
-            value = raw[1:-1].replace(raw[0] * 2, raw[0]) if kind in ("qident", "string") else raw
-            tokens.append(Token(kind, raw, value, line, pos + 1))
+        raw = m.group()
+        value = raw[1:-1].replace(raw[0] * 2, raw[0]) if kind in ("qident", "string") else raw
+        tokens.append(Token(kind, raw, value, line, pos + 1))
         pos = m.end()
     code = text[:end].rstrip()
     tokens.append(Token("eol", "", "", line, len(code) + 1))
@@ -84,23 +88,23 @@ def tokenize_line(text: str, line: int = 1, source: str | None = None) -> tuple[
 
 
 class _LineParser:
-    """Recursive descent over the tokens of one line."""
+    """Descent over the tokens of one line; expressions by operator precedence."""
 
     def __init__(self, tokens: list[Token], source: str | None):
-        self.tokens, self.pos, self.source = tokens, 0, source
+        # the eol token twice: `peek(1)` at the end needs no bounds check (`next` stops at eol)
+        self.tokens, self.pos, self.source = tokens + tokens[-1:], 0, source
 
     def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        return self.tokens[self.pos + ahead]
 
     def next(self) -> Token:
-        tok = self.peek()
+        tok = self.tokens[self.pos]
         if tok.kind != "eol":
             self.pos += 1
         return tok
 
     def is_op(self, text: str, ahead: int = 0) -> bool:
-        tok = self.peek(ahead)
-        return tok.kind == "op" and tok.text == text
+        return self.tokens[self.pos + ahead].text == text   # only an op token is spelled so
 
     def fail(self, message: str, tok: Token | None = None) -> NoReturn:
         tok = tok or self.peek()
@@ -225,49 +229,92 @@ class _LineParser:
         return "sum", expr
 
     def expr(self) -> Expr:
-        left = self.term()
-        while self.is_op("+") or self.is_op("-"):
-            left = Binary(self.next().text, left, self.term())
-        return left
+        """Operator-precedence parsing with explicit stacks (no recursion, so neither
+        nesting depth nor the number of terms is limited): `operands` holds parsed
+        subexpressions; `pending` holds binary operators, prefix '-' and open '(' or
+        ``FN(`` not yet closed. It stops before the first token that cannot continue the
+        expression (a ')' closing nothing here is left for the caller)."""
+        operands: list[Expr] = []
+        pending: list[tuple[str, Token]] = []      # (kind, token): bin | neg | paren | call
+        open_groups = 0                            # parens and calls in `pending`
 
-    def term(self) -> Expr:
-        left = self.unary()
-        while self.is_op("*") or self.is_op("/"):
-            left = Binary(self.next().text, left, self.unary())
-        return left
+        def reduce_top() -> None:
+            kind, tok = pending.pop()
+            if kind == "neg":
+                arg = operands.pop()
+                operands.append(Const(-arg.value) if isinstance(arg, Const) else Unary("neg", arg))
+            else:
+                right = operands.pop()
+                operands.append(Binary(tok.text, operands.pop(), right))
 
-    def unary(self) -> Expr:
-        if self.accept("-"):
-            arg = self.unary()
-            return Const(-arg.value) if isinstance(arg, Const) else Unary("neg", arg)
-        return self.primary()
+        def reduce_over(precedence: int) -> None:
+            while pending and pending[-1][0] in ("bin", "neg") and _precedence(pending[-1]) >= precedence:
+                reduce_top()
 
-    def primary(self) -> Expr:
-        tok = self.peek()
-        if tok.kind == "num":
-            return Const(float(self.next().text))
-        if self.accept("("):
-            expr = self.expr()
-            self.expect(")")
-            return expr
-        if tok.kind != "ident":
-            self.expected("a number, a tensor reference, a function call or '('")
-        if self.is_op("(", 1):
-            if tok.value in AGGREGATES:
-                self.fail(f"aggregate '{tok.value}' is only allowed as the outermost call of the "
-                          f"right-hand side", tok)
-            if tok.value not in UNARY_FUNCTIONS:
-                self.fail(f"expected a function ({', '.join(UNARY_FUNCTIONS)}) but found unknown "
-                          f"function '{tok.value}'", tok)
-            self.next(), self.next()
-            arg = self.expr()
-            self.expect(")")
-            return Unary(tok.value, arg)
-        self.next()
-        labels, _ = self.labels(tok.value)
-        return Ref(tok.value, labels, tok.line, tok.column)
+        while True:
+            # an operand: prefix '-'s and open parentheses or calls, then a number or a reference
+            while True:
+                tok = self.peek()
+                if self.accept("-"):
+                    pending.append(("neg", tok))
+                elif self.accept("("):
+                    pending.append(("paren", tok))
+                    open_groups += 1
+                elif tok.kind == "ident" and self.is_op("(", 1):
+                    self.function_name(tok)
+                    self.next(), self.next()
+                    pending.append(("call", tok))
+                    open_groups += 1
+                else:
+                    break
+            tok = self.peek()
+            if tok.kind == "num":
+                operands.append(Const(float(self.next().text)))
+            elif tok.kind == "ident":
+                self.next()
+                labels, _ = self.labels(tok.value)
+                operands.append(Ref(tok.value, labels, tok.line, tok.column))
+            else:
+                self.expected("a number, a tensor reference, a function call or '('")
+            # operators and closing parentheses
+            while True:
+                if self.peek().kind == "op" and self.peek().text in _BINARY_PRECEDENCE:
+                    tok = self.next()
+                    reduce_over(_BINARY_PRECEDENCE[tok.text])
+                    pending.append(("bin", tok))
+                    break
+                if not open_groups or not self.is_op(")"):
+                    if open_groups:
+                        self.expected("')'")
+                    reduce_over(0)
+                    return operands.pop()
+                self.next()
+                reduce_over(0)
+                kind, tok = pending.pop()
+                open_groups -= 1
+                if kind == "call":
+                    operands.append(Unary(tok.value, operands.pop()))
+
+    def function_name(self, tok: Token) -> None:
+        """Check the name of a call ``NAME(`` inside an expression."""
+        if tok.value in AGGREGATES:
+            self.fail(f"aggregate '{tok.value}' is only allowed as the outermost call of the "
+                      f"right-hand side", tok)
+        if tok.value not in UNARY_FUNCTIONS:
+            self.fail(f"expected a function ({', '.join(UNARY_FUNCTIONS)}) but found unknown "
+                      f"function '{tok.value}'", tok)
 
 
+_BINARY_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+_PREFIX_PRECEDENCE = 3       # '-' binds tighter than '*': -a*b is (-a)*b
+
+
+def _precedence(entry: tuple[str, Token]) -> int:
+    kind, tok = entry
+    return _PREFIX_PRECEDENCE if kind == "neg" else _BINARY_PRECEDENCE[tok.text]
+
+
+@gc_paused()
 def parse_program(text: str, source: str | None = None, *, validate: bool = True) -> Program:
     """Parse ``.se`` text; with `validate` (the default) also run `validate_program`."""
     program = Program(source=source)
@@ -340,14 +387,48 @@ def parse_rhs(text: str, source: str | None = None) -> tuple[str, Expr]:
 
 
 def load_program(program: "Program | str | Path") -> Program:
-    """A Program from a Program, a path to a .se file, or program text (parsed and validated)."""
+    """A Program from a Program, a path, or program text (parsed and validated).
+
+    A Path is a file. A string of one line is a file when such a file exists (whatever
+    its suffix) or when it cannot be program text (it ends in ``.se`` or holds no ``[``:
+    every program references a tensor); otherwise it is program text."""
     if isinstance(program, Program):
         return program
-    text, source = str(program), None
-    if isinstance(program, Path) or (("\n" not in text) and text.endswith(".se")):
-        path = Path(program)
-        try:
-            text, source = path.read_text(), str(path)
-        except OSError as exc:
-            raise ProgramError(f"cannot read program: {exc.strerror}", source=str(path)) from None
-    return parse_program(text, source=source)
+    text = str(program)
+    if isinstance(program, Path) or ("\n" not in text and (
+            _is_file(text) or text.rstrip().endswith(".se") or "[" not in text)):
+        return parse_program(read_program_file(Path(text)), source=text)
+    return parse_program(text)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):      # a name too long, a NUL byte
+        return False
+
+
+def read_program_file(path: Path) -> str:
+    """The text of a program file: UTF-8 (with or without a byte-order mark); a missing
+    file, a binary file or another encoding is a one-line ProgramError naming the file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        what = "does not exist" if isinstance(exc, FileNotFoundError) else (
+            "is a directory" if path.is_dir() else exc.strerror or type(exc).__name__)
+        raise ProgramError(f"cannot read program: {what}", source=str(path)) from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ProgramError("cannot read program: it is UTF-16 encoded; save it as UTF-8",
+                           source=str(path))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ProgramError(f"cannot read program: byte 0x{raw[exc.start]:02x} is not UTF-8 "
+                           f"text (a binary file, or another encoding: save it as UTF-8)",
+                           source=str(path), line=line) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ProgramError("cannot read program: it holds a NUL character (a binary file?)",
+                           source=str(path), line=text.count("\n", 0, nul) + 1)
+    return text

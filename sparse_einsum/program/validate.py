@@ -6,7 +6,7 @@ from typing import Callable, Mapping, NoReturn, Sequence
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.program.model import (
     AGGREGATES, BINARY_OPS, UNARY_FUNCTIONS, Binary, Const, Expr, Program, Ref, Statement, Unary,
-    expr_labels, expr_refs,
+    expr_labels, expr_refs, nodes,
 )
 
 # label, first ref, its size, conflicting ref, its size
@@ -32,17 +32,13 @@ def _where(line: int, index: int) -> str:
 
 
 def _check_expr(expr: Expr, fail: Callable[[str], NoReturn]) -> None:
-    if isinstance(expr, Unary):
-        if expr.fn not in UNARY_FUNCTIONS:
-            fail(f"unknown function '{expr.fn}'")
-        _check_expr(expr.arg, fail)
-    elif isinstance(expr, Binary):
-        if expr.op not in BINARY_OPS:
-            fail(f"unknown operator '{expr.op}'")
-        _check_expr(expr.left, fail)
-        _check_expr(expr.right, fail)
-    elif not isinstance(expr, (Ref, Const)):
-        fail(f"expected an expression but found {expr!r}")
+    for node in nodes(expr):
+        if isinstance(node, Unary) and node.fn not in UNARY_FUNCTIONS:
+            fail(f"unknown function '{node.fn}'")
+        elif isinstance(node, Binary) and node.op not in BINARY_OPS:
+            fail(f"unknown operator '{node.op}'")
+        elif not isinstance(node, (Ref, Const, Unary, Binary)):
+            fail(f"expected an expression but found {node!r}")
 
 
 def validate_program(program: Program) -> None:

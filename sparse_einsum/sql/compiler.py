@@ -162,23 +162,32 @@ class Compiler:
 
         spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in joined]
-        if not any(lists) and not spec.out_dims and not spec.dims:
-            value = (d.scalar_binary(v.op, *values) if v.is_binary
-                     else d.scalar_unary(v.op, values[0]))
+        agg_promoted = [l for l in v.agg_labels if l in up]
+        # a sum of scalar * vector products the engine adds up without forming them
+        fused = (d.weighted_sum(spec, values, lists)
+                 if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
+                 and not any(rel.sparse for rel in inputs) else None)
+        if fused:
+            columns = fused[0]
+        elif not any(lists) and not spec.out_dims and not spec.dims:
+            columns = {"val": d.scalar_binary(v.op, *values) if v.is_binary
+                       else d.scalar_unary(v.op, values[0])}
         else:
-            value = d.kernel(b, spec, values, lists,
-                             None if constant is None else (constant, inputs[constant]),
-                             tuple(rel.sparse for rel in inputs))
+            columns = {"val": d.kernel(b, spec, values, lists,
+                                       None if constant is None else (constant, inputs[constant]),
+                                       tuple(rel.sparse for rel in inputs))}
         keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
         key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""
-        inner = f"SELECT {', '.join(keys + [value + ' AS val'])} FROM {frm}{where_sql}"
-        agg_promoted = [l for l in v.agg_labels if l in up]
+        selected = keys + [f"{expr} AS {name}" for name, expr in columns.items()]
+        inner = f"SELECT {', '.join(selected)} FROM {frm}{where_sql}"
         if not agg_promoted:
             return self._create(out.table, inner)
         expected = 1 if (domain == "full" or v.agg == "sum") else prod(ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
-        if out.is_scalar:
+        if fused:
+            agg_value = fused[1]
+        elif out.is_scalar:
             agg_value = d.scalar_aggregate(v.agg, "val")
             if expected > 1:
                 clip = d.scalar_unary(AGGREGATES[v.agg].clip_zero, agg_value)

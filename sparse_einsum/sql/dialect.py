@@ -1,18 +1,28 @@
 """What differs between SQL engines: syntax as class-level data, kernels as methods.
 
-A dialect names itself (`name`, also the key of per-dialect SQL in the operation
-table), says how to write ranges, zero arrays and tables, and how kernels, array
-aggregates, explodes and stacks are called. The compiler only arranges joins,
-domains and groupings around these.
+A dialect names itself (`name`, also the key of its cost constants and of per-dialect
+SQL in the operation table), says how to write ranges, zero arrays and tables, and how
+kernels, array aggregates, explodes and stacks are called. The compiler only arranges
+joins, domains and groupings around these.
 """
 from __future__ import annotations
 
 from typing import ClassVar
 
 from ..errors import PlanError
+from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import render_sql
 from .steps import StepBuilder, TableRelation
+
+
+def scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
+    """Position of the vector when the kernel is vector * scalar in the vector's order."""
+    if spec.op != "mul" or spec.arity != 2 or spec.n_out != len(spec.dims) or sum(lists) != 1:
+        return None
+    k = lists.index(True)
+    identity = tuple(row_major_strides(list(spec.dims)))
+    return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
 
 
 class Dialect:
@@ -20,7 +30,7 @@ class Dialect:
     engine: ClassVar[str] = "generic"              # the backend whose cost constants apply
     sqlglot: ClassVar[str] = ""                   # sqlglot's name of the dialect
     param: ClassVar[str] = "?"                    # bound-parameter marker of the driver
-    table_kind: ClassVar[str] = "TABLE"           # how intermediates are created
+    table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
     double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
@@ -38,6 +48,9 @@ class Dialect:
     broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
     max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
     sparse_payloads: ClassVar[bool] = True       # payloads may be packed sparse
+    unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
+    operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
+    kernels: ClassVar[str] = ""                   # how kernels run, for explain
 
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'
@@ -79,10 +92,12 @@ class Dialect:
         return self.int_division.format(a=a, b=int(b))
 
     def scalar_unary(self, code: str, x: str) -> str:
-        return render_sql(code, self.name, self.num, x) or self.scalar_kernel(code, (x,))
+        return (render_sql(code, self.operation_sql or self.name, self.num, x)
+                or self.scalar_kernel(code, (x,)))
 
     def scalar_binary(self, op: str, a: str, b: str) -> str:
-        return render_sql(op, self.name, self.num, a, b) or self.scalar_kernel(op, (a, b))
+        return (render_sql(op, self.operation_sql or self.name, self.num, a, b)
+                or self.scalar_kernel(op, (a, b)))
 
     def check_size(self, size: int, what: str) -> None:
         if self.max_payload_values is not None and size > self.max_payload_values:
@@ -110,6 +125,13 @@ class Dialect:
                   count: str | None, expected: int) -> str:
         """Aggregate list values element-wise; where count < expected, combine with 0."""
         raise NotImplementedError
+
+    def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
+                     ) -> tuple[dict[str, str], str] | None:
+        """For a sum of the kernel's results that the engine computes without forming them
+        (sum of scalar * vector): the columns to select per tuple and the aggregate over
+        them; None when the kernel is not such a product or the engine has no such sum."""
+        return None
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         """SELECT of one row per piece of each value of `table` (alias r): the `kept`

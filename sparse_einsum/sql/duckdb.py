@@ -1,11 +1,14 @@
-"""DuckDB SQL, in two sibling dialects over one shared syntax.
+"""DuckDB SQL, in three sibling dialects over one shared syntax.
 
-`DuckDBDialect` (the embedded backend) calls NumPy kernels registered as arrow UDFs and
-sums small vectors in the wide form (one aggregate per element). `DuckDBBuiltinDialect`
-(compiled jobs for any DuckDB client, e.g. the CLI) uses built-in functions only:
-kernels are ``list_transform(range(n), lambda ...)`` over flat row-major indices, with
-the index arithmetic of the KernelSpec/GatherSpec strides spelled out, and every list
-is limited to LIST_LIMIT elements.
+`DuckDBNativeDialect` (the embedded backend and compiled jobs, wherever the
+sparse_einsum extension loads) calls the extension's C kernels, as PostgreSQL does its
+own (`sql.native`). `DuckDBDialect` (the embedded backend on a connection that cannot
+load the extension) calls NumPy kernels registered as arrow UDFs and sums small vectors
+in the wide form (one aggregate per element). `DuckDBBuiltinDialect` (compiled jobs for
+a DuckDB client without the extension) uses built-in functions only: kernels are
+``list_transform(range(n), lambda ...)`` over flat row-major indices, with the index
+arithmetic of the KernelSpec/GatherSpec strides spelled out, and every list is limited
+to LIST_LIMIT elements.
 
 Portability of the built-in form (checked against duckdb 2.0 and the duckdb 1.5 shell):
 ``ln``/``sqrt`` of non-positive numbers raise errors in 1.5 but give IEEE values in 2.0,
@@ -20,7 +23,8 @@ from math import prod
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
-from .dialect import Dialect
+from .dialect import Dialect, scaled_vector
+from .native import NativeDialect, spec_literal
 from .steps import StepBuilder, TableRelation
 
 WIDE_AGGREGATE_LIMIT = 256   # up to this many elements, one SQL aggregate per element
@@ -52,18 +56,12 @@ def file_scan(path: str, file_format: str) -> str:
     return f"{reader}('{path.replace(chr(39), chr(39) * 2)}')"
 
 
-def _scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
-    """Position of the vector when the kernel is vector * scalar in the vector's order."""
-    if spec.op != "mul" or spec.arity != 2 or spec.n_out != len(spec.dims) or sum(lists) != 1:
-        return None
-    k = lists.index(True)
-    identity = tuple(row_major_strides(list(spec.dims)))
-    return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
-
-
 class _DuckDBSQL(Dialect):
-    """DuckDB syntax shared by both dialects."""
+    """DuckDB syntax shared by the three dialects."""
     engine = sqlglot = "duckdb"
+    # connection-scoped: a killed process leaves nothing in the database file (they spill
+    # to the temp_directory under memory_limit like any table)
+    table_kind = "TEMP TABLE"
     range_sql = "range({n}) AS r_{col}({col})"
     zero_sql = _ZERO
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
@@ -83,16 +81,38 @@ class _DuckDBSQL(Dialect):
                                          for k in range(size)) + ")"
         return self.with_missing_zeros(wide, agg, count, expected)
 
+    def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
+        """Explode by unnesting the list `pieces` of each value with its positions."""
+        cols = kept + [f"unnest(range({positions})) AS p", f"unnest({pieces}) AS val"]
+        return f"SELECT {', '.join(cols)} FROM {table} AS r"
+
+
+class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
+    """DuckDB SQL calling the sparse_einsum extension: no UDFs and no limit on lists."""
+    name = "duckdb-native"
+    operation_sql = "duckdb-builtin"       # scalar SQL that the 1.5 shell evaluates as 2.0 does
+    unspillable_state = True               # the extension's aggregate states live in malloc
+    sparse_payloads = False                # the extension has no packed-payload kernels yet
+    kernels = "native C: the sparse_einsum DuckDB extension"
+
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        if not spec.sub_dims:
+            return self.explode_list("r.val", spec.positions, table, kept)
+        cols = kept + ["g.p AS p", f"se_take({spec_literal(spec)}, r.val, g.p) AS val"]
+        return (f"SELECT {', '.join(cols)} FROM {table} AS r "
+                f"CROSS JOIN range({spec.positions}) AS g(p)")
+
 
 class DuckDBDialect(_DuckDBSQL):
-    """The embedded backend's SQL: NumPy kernels as arrow UDFs."""
+    """The embedded backend's SQL without the extension: NumPy kernels as arrow UDFs."""
     name = "duckdb"
     broadcast_constants = True
+    kernels = "NumPy through arrow UDFs (Python)"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
                constant: tuple[int, TableRelation] | None = None,
                sparse: tuple[bool, ...] = ()) -> str:
-        scaled = _scaled_vector(spec, lists) if constant is None and not any(sparse) else None
+        scaled = scaled_vector(spec, lists) if constant is None and not any(sparse) else None
         if scaled is not None:   # a built-in beats the UDF for vector * scalar (measured)
             vector, scalar = args[scaled], args[1 - scaled]
             return f"list_transform({vector}, lambda x: x * {scalar})"
@@ -114,8 +134,7 @@ class DuckDBDialect(_DuckDBSQL):
         pieces = "r.val"
         if spec.sub_dims:   # a UDF returns every piece at once (NULL when all zero)
             pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
-        cols = ", ".join(kept + [f"unnest(range({spec.positions})) AS p", f"unnest({pieces}) AS val"])
-        return f"SELECT {cols} FROM {table} AS r"
+        return self.explode_list(pieces, spec.positions, table, kept)
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:
@@ -124,10 +143,11 @@ class DuckDBDialect(_DuckDBSQL):
 
 
 class DuckDBBuiltinDialect(_DuckDBSQL):
-    """DuckDB SQL whose statements run in any DuckDB client (no UDFs)."""
+    """DuckDB SQL whose statements run in any DuckDB client (no UDFs, no extension)."""
     name = "duckdb-builtin"
     max_payload_values = LIST_LIMIT
     sparse_payloads = False
+    kernels = f"DuckDB built-in list functions (arrays up to {LIST_LIMIT} values)"
 
     def _at(self, value: str, size: int, index: str) -> str:
         """Element `index` (0-based SQL) of a list of `size`. A lambda evaluates captured
@@ -194,8 +214,7 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
                    f"lambda se_e: r.val[1 + {base} + {offset}])")
             pieces = (f"list_transform(range({spec.positions}), "
                       f"lambda se_p: nullif({cut}, {self.zero(spec.sub_size)}))")
-        cols = kept + [f"unnest(range({spec.positions})) AS p", f"unnest({pieces}) AS val"]
-        return f"SELECT {', '.join(cols)} FROM {table} AS r"
+        return self.explode_list(pieces, spec.positions, table, kept)
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:

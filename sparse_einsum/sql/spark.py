@@ -32,6 +32,7 @@ class SparkDialect(Dialect):
     zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     broadcast_constants = True
+    kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
 
     def q(self, ident: str) -> str:
         return "`" + ident.replace("`", "``") + "`"

@@ -3,6 +3,7 @@ the number of non-empty sub-tensors when only that axis is promoted."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 from math import prod
 
 import numpy as np
@@ -142,7 +143,7 @@ def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
     density = min(nnz / cells, 1.0)
     if density >= 1.0:
         return n
-    return float(n * -np.expm1(cells / n * np.log1p(-density)))
+    return n * -math.expm1(cells / n * math.log1p(-density))   # math: 20x quicker on floats
 
 
 def distinct_after(values: float, draws: float) -> float:

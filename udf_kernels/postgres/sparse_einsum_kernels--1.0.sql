@@ -62,9 +62,3 @@ CREATE AGGREGATE se_stack(spec text, val float8[], pos bigint) (
     SFUNC = se_stack_trans, STYPE = internal, FINALFUNC = se_stack_final,
     COMBINEFUNC = se_stack_combine, SERIALFUNC = se_stack_serial,
     DESERIALFUNC = se_stack_deserial, PARALLEL = SAFE);
-
--- sparse payloads: the flat offsets of the non-zeros, then their values
-CREATE FUNCTION se_densify(packed float8[], size bigint) RETURNS float8[]
-AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION se_sparsify(dense float8[]) RETURNS float8[]
-AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -3,13 +3,20 @@
  *
  * se_kernel1/se_kernel2 interpret a KernelSpec text (sparse_einsum/kernels/spec.py):
  *     OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+ * and se_value1/se_value2 return the one element of a scalar result. A spec that is a
+ * matrix product runs as BLAS (OpenBLAS, one thread per backend); the rest runs the
+ * strided loop of ../common/se_kernel.c, shared with the DuckDB extension.
  * se_take/se_stack move sub-tensors described by a GatherSpec text:
  *     SIZE;DN0,...;SN0,...;DS0,...;SS0,...
- * se_vsum/se_vmax/se_vmin are element-wise aggregates (float8_accum pattern, parallel safe).
+ * se_vsum/se_vmax/se_vmin are element-wise aggregates and se_wsum(w, v) the sum of
+ * w * v (float8_accum pattern, parallel safe).
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
+
+#include <cblas.h>
 
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
@@ -20,23 +27,33 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "se_kernel.h"
+
 PG_MODULE_MAGIC;
 
-#define SE_KERNELS_VERSION "1.0"
-#define SE_MAXDIMS 32
+#define SE_KERNELS_VERSION "1.1"
 #define SE_MAXELEMS ((int64) ((MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / sizeof(double)))
 
 void		_PG_init(void);
+extern void openblas_set_num_threads(int num_threads);
 
 /* sparse_einsum_kernels.cache_broadcast: keep a detoasted copy of an argument repeated row after row */
 static bool se_cache_broadcast = true;
 
+/* sparse_einsum_kernels.blas: run matrix products with BLAS (off: the C loops) */
+static bool se_blas = true;
+
 void
 _PG_init(void)
 {
+	/* a backend is one process among many: BLAS threads would only compete with them */
+	openblas_set_num_threads(1);
 	DefineCustomBoolVariable("sparse_einsum_kernels.cache_broadcast",
 							 "Keep a detoasted copy of a kernel argument that repeats from row to row.",
 							 NULL, &se_cache_broadcast, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sparse_einsum_kernels.blas",
+							 "Run kernels that are matrix products with BLAS.",
+							 NULL, &se_blas, true, PGC_USERSET, 0, NULL, NULL, NULL);
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("sparse_einsum_kernels");
 #else
@@ -94,314 +111,6 @@ new_f8_array(int64 n, double **data)
 	ARR_LBOUND(r)[0] = 1;
 	*data = (double *) ARR_DATA_PTR(r);
 	return r;
-}
-
-/* ---------------------------------------------------------------- spec parsing */
-
-/* Split s in place at ';'; returns the field count (maxf + 1 when there are more). */
-static int
-split_fields(char *s, char **fields, int maxf)
-{
-	int			n = 0;
-
-	for (;;)
-	{
-		if (n == maxf)
-			return maxf + 1;
-		fields[n++] = s;
-		s = strchr(s, ';');
-		if (s == NULL)
-			return n;
-		*s++ = '\0';
-	}
-}
-
-/* Parse "1,2,3" (non-negative integers; "" is the empty list) into out; returns the count. */
-static int
-parse_ints(const char *field, int64 *out, const char *kind, const char *spec, const char *what)
-{
-	const char *p = field;
-	int			n = 0;
-
-	if (*p == '\0')
-		return 0;
-	for (;;)
-	{
-		char	   *end;
-		long long	v;
-
-		if (n == SE_MAXDIMS)
-			SPEC_ERROR(kind, spec, "%s has more than %d entries", what, SE_MAXDIMS);
-		if (*p < '0' || *p > '9')
-			SPEC_ERROR(kind, spec, "%s must be non-negative integers separated by commas", what);
-		errno = 0;
-		v = strtoll(p, &end, 10);
-		if (errno != 0 || v > PG_INT32_MAX * (long long) 1024)
-			SPEC_ERROR(kind, spec, "%s has an integer out of range", what);
-		out[n++] = v;
-		if (*end == '\0')
-			return n;
-		if (*end != ',')
-			SPEC_ERROR(kind, spec, "%s must be non-negative integers separated by commas", what);
-		p = end + 1;
-	}
-}
-
-/* Product of dims (or of none: 1), erroring on overflow. */
-static int64
-dims_product(const int64 *dims, int n, const char *kind, const char *spec)
-{
-	int64		p = 1;
-
-	for (int t = 0; t < n; t++)
-		if (pg_mul_s64_overflow(p, dims[t], &p))
-			SPEC_ERROR(kind, spec, "sizes overflow");
-	return p;
-}
-
-/* One past the largest flat index reached by dims/strides (0 when some dim is 0). */
-static int64
-max_reach(const int64 *dims, const int64 *strides, int n, const char *kind, const char *spec)
-{
-	int64		r = 0;
-
-	for (int t = 0; t < n; t++)
-	{
-		int64		step;
-
-		if (dims[t] == 0)
-			return 0;
-		if (pg_mul_s64_overflow(dims[t] - 1, strides[t], &step) || pg_add_s64_overflow(r, step, &r))
-			SPEC_ERROR(kind, spec, "strides overflow");
-	}
-	return r + 1;
-}
-
-/* ---------------------------------------------------------------- kernel ops */
-
-/* SE_OPS: the operations of sparse_einsum/program/ops.py (binary ones first) */
-#include "se_ops.h"
-
-#define X_ENUM(name, expr) OP_##name,
-enum
-{
-	SE_OPS(X_ENUM) N_OPS
-};
-#define N_BINARY SE_N_BINARY
-#define FIRST_CONST SE_FIRST_CONST
-
-#define X_NAME(name, expr) #name,
-static const char *const op_names[N_OPS] = {SE_OPS(X_NAME)};
-
-enum
-{
-	AGG_SUM, AGG_MAX, AGG_MIN
-};
-static const char *const agg_names[] = {"sum", "max", "min"};
-
-typedef double (*reduce_fn) (const double *a, int64 sa, const double *b, int64 sb, int64 n,
-							 double acc, double c);
-typedef void (*map_fn) (double *out, const double *a, int64 sa, const double *b, int64 sb,
-						int64 n, double c);
-
-/* max/min propagate NaN like NumPy */
-#define AGG_STEP_max(acc, v) do { if ((v) > (acc) || isnan(v)) (acc) = (v); } while (0)
-#define AGG_STEP_min(acc, v) do { if ((v) < (acc) || isnan(v)) (acc) = (v); } while (0)
-
-/* sum uses four partial sums so the adds pipeline (faster than a unit-stride special case) */
-#define X_REDUCE(name, expr) \
-static double \
-red_sum_##name(const double *a, int64 sa, const double *b, int64 sb, int64 n, double acc, double c) \
-{ \
-	double		s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0; \
-	int64		i = 0; \
-	(void) c; \
-	for (; i + 4 <= n; i += 4, a += 4 * sa, b += 4 * sb) \
-	{ \
-		{ const double x = a[0], y = b[0]; (void) y; s0 += (expr); } \
-		{ const double x = a[sa], y = b[sb]; (void) y; s1 += (expr); } \
-		{ const double x = a[2 * sa], y = b[2 * sb]; (void) y; s2 += (expr); } \
-		{ const double x = a[3 * sa], y = b[3 * sb]; (void) y; s3 += (expr); } \
-	} \
-	for (; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; (void) y; s0 += (expr); } \
-	return acc + ((s0 + s1) + (s2 + s3)); \
-} \
-static double \
-red_max_##name(const double *a, int64 sa, const double *b, int64 sb, int64 n, double acc, double c) \
-{ \
-	(void) c; \
-	for (int64 i = 0; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; const double v = (expr); (void) y; AGG_STEP_max(acc, v); } \
-	return acc; \
-} \
-static double \
-red_min_##name(const double *a, int64 sa, const double *b, int64 sb, int64 n, double acc, double c) \
-{ \
-	(void) c; \
-	for (int64 i = 0; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; const double v = (expr); (void) y; AGG_STEP_min(acc, v); } \
-	return acc; \
-} \
-static void \
-map_##name(double *out, const double *a, int64 sa, const double *b, int64 sb, int64 n, double c) \
-{ \
-	(void) c; \
-	for (int64 i = 0; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; (void) y; out[i] = (expr); } \
-}
-SE_OPS(X_REDUCE)
-
-#define X_RED_SUM(name, expr) red_sum_##name,
-#define X_RED_MAX(name, expr) red_max_##name,
-#define X_RED_MIN(name, expr) red_min_##name,
-#define X_MAP(name, expr) map_##name,
-static const reduce_fn reduce_tab[3][N_OPS] = {
-	{SE_OPS(X_RED_SUM)}, {SE_OPS(X_RED_MAX)}, {SE_OPS(X_RED_MIN)}
-};
-static const map_fn map_tab[N_OPS] = {SE_OPS(X_MAP)};
-
-/* ---------------------------------------------------------------- kernel spec */
-
-typedef struct KSpec
-{
-	int			op, agg, n_out, ndims, arity;
-	double		c;
-	int64		dims[SE_MAXDIMS];
-	int64		st[2][SE_MAXDIMS];	/* strides per input (zeros for a missing b) */
-	int64		out_size, red_size;
-	int64		need[2];		/* minimal input lengths */
-} KSpec;
-
-static void
-parse_kspec(const char *spec, KSpec *ks)
-{
-	char	   *buf = pstrdup(spec);
-	char	   *f[7];
-	char	   *colon;
-	int64		n_out[SE_MAXDIMS];
-	int			nf = split_fields(buf, f, 6);
-
-	memset(ks, 0, sizeof(*ks));
-	if (nf < 5 || nf > 6)
-		SPEC_ERROR("kernel", spec, "expected OP;AGG;N_OUT;DIMS;STRIDES_A[;STRIDES_B]");
-	ks->arity = nf - 4;
-
-	colon = strchr(f[0], ':');
-	if (colon)
-		*colon = '\0';
-	ks->op = -1;
-	for (int i = 0; i < N_OPS; i++)
-		if (strcmp(f[0], op_names[i]) == 0)
-			ks->op = i;
-	if (ks->op < 0)
-		SPEC_ERROR("kernel", spec, "unknown operator \"%s\"", f[0]);
-	if ((ks->op >= FIRST_CONST) != (colon != NULL))
-		SPEC_ERROR("kernel", spec, colon ? "\"%s\" takes no constant" : "\"%s\" needs a constant (%s:C)",
-				   f[0], f[0]);
-	if (colon)
-	{
-		char	   *end;
-
-		ks->c = strtod(colon + 1, &end);
-		if (end == colon + 1 || *end != '\0')
-			SPEC_ERROR("kernel", spec, "bad constant \"%s\"", colon + 1);
-	}
-	if ((ks->op < N_BINARY) != (ks->arity == 2))
-		SPEC_ERROR("kernel", spec, "\"%s\" takes %d input(s) but the spec has %d stride list(s)",
-				   op_names[ks->op], ks->op < N_BINARY ? 2 : 1, ks->arity);
-
-	ks->agg = -1;
-	for (int i = 0; i < 3; i++)
-		if (strcmp(f[1], agg_names[i]) == 0)
-			ks->agg = i;
-	if (ks->agg < 0)
-		SPEC_ERROR("kernel", spec, "unknown aggregate \"%s\" (sum, max or min)", f[1]);
-
-	if (parse_ints(f[2], n_out, "kernel", spec, "N_OUT") != 1)
-		SPEC_ERROR("kernel", spec, "N_OUT must be one integer");
-	ks->ndims = parse_ints(f[3], ks->dims, "kernel", spec, "DIMS");
-	if (n_out[0] > ks->ndims)
-		SPEC_ERROR("kernel", spec, "N_OUT %d exceeds the %d loop dims", (int) n_out[0], ks->ndims);
-	ks->n_out = (int) n_out[0];
-	for (int k = 0; k < ks->arity; k++)
-	{
-		if (parse_ints(f[4 + k], ks->st[k], "kernel", spec, "STRIDES") != ks->ndims)
-			SPEC_ERROR("kernel", spec, "input %d needs one stride per loop dim (%d)", k + 1, ks->ndims);
-		ks->need[k] = max_reach(ks->dims, ks->st[k], ks->ndims, "kernel", spec);
-	}
-	ks->out_size = dims_product(ks->dims, ks->n_out, "kernel", spec);
-	ks->red_size = dims_product(ks->dims + ks->n_out, ks->ndims - ks->n_out, "kernel", spec);
-	if (ks->out_size > SE_MAXELEMS || ks->red_size > PG_INT64_MAX / Max(ks->out_size, 1))
-		SPEC_ERROR("kernel", spec, "loop space too large");
-	pfree(buf);
-}
-
-/* Step an odometer over dims[lo..hi]; keeps offsets oa/ob in step. */
-static inline void
-odometer_step(const KSpec *ks, int64 *idx, int lo, int hi, int64 *oa, int64 *ob)
-{
-	const int64 *sa = ks->st[0], *sb = ks->st[1];
-
-	for (int t = hi; t >= lo; t--)
-	{
-		if (++idx[t] < ks->dims[t])
-		{
-			*oa += sa[t];
-			*ob += sb[t];
-			return;
-		}
-		idx[t] = 0;
-		*oa -= sa[t] * (ks->dims[t] - 1);
-		*ob -= sb[t] * (ks->dims[t] - 1);
-	}
-}
-
-/* out[o] = AGG_r OP(a[..], b[..]); the last loop dim runs in a tight inner loop. */
-static void
-run_kernel(const KSpec *ks, const double *a, const double *b, double *out)
-{
-	int			nd = ks->ndims, no = ks->n_out, last = nd - 1;
-	int64		idx[SE_MAXDIMS] = {0};
-	int64		oa = 0, ob = 0;
-	int64		n_in = nd > 0 ? ks->dims[last] : 1;
-	int64		sa_in = nd > 0 ? ks->st[0][last] : 0;
-	int64		sb_in = nd > 0 ? ks->st[1][last] : 0;
-
-	if (b == NULL)
-		b = a;					/* unary: strides of b are all zero */
-	if (ks->out_size == 0)
-		return;
-	if (nd == no)
-	{
-		map_fn		f = map_tab[ks->op];
-
-		for (int64 o = 0; o < ks->out_size; o += n_in)
-		{
-			f(out + o, a + oa, sa_in, b + ob, sb_in, n_in, ks->c);
-			odometer_step(ks, idx, 0, last - 1, &oa, &ob);
-		}
-	}
-	else
-	{
-		reduce_fn	f = reduce_tab[ks->agg][ks->op];
-		double		init = ks->agg == AGG_SUM ? 0.0 : ks->agg == AGG_MAX ? -INFINITY : INFINITY;
-		int64		red_outer = n_in == 0 ? 0 : ks->red_size / n_in;
-
-		for (int64 o = 0; o < ks->out_size; o++)
-		{
-			double		acc = init;
-			int64		ra = oa, rb = ob;
-
-			for (int64 r = 0; r < red_outer; r++)
-			{
-				acc = f(a + ra, sa_in, b + rb, sb_in, n_in, acc, ks->c);
-				odometer_step(ks, idx, no, last - 1, &ra, &rb);
-			}
-			out[o] = acc;
-			odometer_step(ks, idx, 0, no - 1, &oa, &ob);
-		}
-	}
 }
 
 /* ---------------------------------------------------------------- argument cache */
@@ -480,13 +189,97 @@ get_array_arg(FunctionCallInfo fcinfo, int argno, ArgCache *ac)
 	return ac->arr;
 }
 
+/* ---------------------------------------------------------------- BLAS */
+
+/* Row-major BLAS view of a rows x cols matrix with strides (sr, sc): transposition and
+ * leading dimension; false when neither stride is 1. */
+static bool
+blas_layout(int64 rows, int64 cols, int64 sr, int64 sc, enum CBLAS_TRANSPOSE *t, int *ld)
+{
+	if (cols == 1)
+		sc = 1;					/* any stride does for one column ... */
+	if (rows == 1)
+		sr = sc == 1 ? cols : 1;	/* ... or for one row */
+	if (sc == 1 && sr >= Max(cols, 1) && sr <= INT_MAX)
+	{
+		*t = CblasNoTrans;
+		*ld = (int) sr;
+		return true;
+	}
+	if (sr == 1 && sc >= Max(rows, 1) && sc <= INT_MAX)
+	{
+		*t = CblasTrans;
+		*ld = (int) sc;
+		return true;
+	}
+	return false;
+}
+
+/* One matrix product c = a b with BLAS; false when its strides do not suit BLAS. */
+static bool
+blas_product(int64 m, int64 n, int64 k, const double *a, int64 a_m, int64 a_k,
+			 const double *b, int64 b_k, int64 b_n, double *c, int64 c_m, int64 c_n)
+{
+	enum CBLAS_TRANSPOSE ta, tb, tc;
+	int			lda, ldb, ldc;
+
+	if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+		return false;
+	if (m == 1 && n == 1)
+	{
+		*c = cblas_ddot((int) k, a, k > 1 ? (int) a_k : 1, b, k > 1 ? (int) b_k : 1);
+		return true;
+	}
+	if (m == 1)
+	{							/* c = a b: b^T times the vector a */
+		if (!blas_layout(k, n, b_k, b_n, &tb, &ldb))
+			return false;
+		if (tb == CblasNoTrans)
+			cblas_dgemv(CblasRowMajor, CblasTrans, (int) k, (int) n, 1.0, b, ldb, a,
+						k > 1 ? (int) a_k : 1, 0.0, c, (int) c_n);
+		else
+			cblas_dgemv(CblasRowMajor, CblasNoTrans, (int) n, (int) k, 1.0, b, ldb, a,
+						k > 1 ? (int) a_k : 1, 0.0, c, (int) c_n);
+		return true;
+	}
+	if (n == 1)
+	{							/* c = a times the vector b */
+		if (!blas_layout(m, k, a_m, a_k, &ta, &lda))
+			return false;
+		cblas_dgemv(CblasRowMajor, ta, ta == CblasNoTrans ? (int) m : (int) k,
+					ta == CblasNoTrans ? (int) k : (int) m, 1.0, a, lda, b,
+					k > 1 ? (int) b_k : 1, 0.0, c, (int) c_m);
+		return true;
+	}
+	if (!blas_layout(m, n, c_m, c_n, &tc, &ldc))
+		return false;
+	if (tc == CblasTrans)		/* c^T = b^T a^T */
+		return blas_product(n, m, k, b, b_n, b_k, a, a_k, a_m, c, c_n, c_m);
+	if (!blas_layout(m, k, a_m, a_k, &ta, &lda) || !blas_layout(k, n, b_k, b_n, &tb, &ldb))
+		return false;
+	cblas_dgemm(CblasRowMajor, ta, tb, (int) m, (int) n, (int) k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+	return true;
+}
+
+static bool
+blas_gemm(const se_gemm *g, const double *a, const double *b, double *c)
+{
+	for (int64 p = 0; p < g->batch; p++)
+		if (!blas_product(g->m, g->n, g->k, a + p * g->a_b, g->a_m, g->a_k, b + p * g->b_b,
+						  g->b_k, g->b_n, c + p * g->c_b, g->c_m, g->c_n))
+			return false;		/* the layout is the same for every p: fails on the first */
+	return true;
+}
+
 /* ---------------------------------------------------------------- kernels */
 
 typedef struct KernelCache
 {
 	char	   *spec;			/* NUL-terminated spec text */
 	int			speclen;
-	KSpec		ks;
+	se_kspec	ks;
+	bool		is_gemm;
+	se_gemm		gemm;
 	ArgCache	arg[2];
 } KernelCache;
 
@@ -496,13 +289,17 @@ kernel_cache(FunctionCallInfo fcinfo, text *spec)
 	KernelCache *kc = (KernelCache *) fcinfo->flinfo->fn_extra;
 	const char *s = VARDATA_ANY(spec);
 	int			len = VARSIZE_ANY_EXHDR(spec);
-	KSpec		ks;
+	se_kspec	ks;
 	char	   *cs;
+	char		err[SE_ERRLEN];
 
 	if (kc && kc->speclen == len && memcmp(kc->spec, s, len) == 0)
 		return kc;
 	cs = text_to_cstring(spec);
-	parse_kspec(cs, &ks);
+	if (!se_parse_kspec(cs, strlen(cs), &ks, err))
+		SPEC_ERROR("kernel", cs, "%s", err);
+	if (ks.out_size > SE_MAXELEMS)
+		SPEC_ERROR("kernel", cs, "loop space too large");
 	if (kc == NULL)
 	{
 		kc = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(KernelCache));
@@ -513,23 +310,29 @@ kernel_cache(FunctionCallInfo fcinfo, text *spec)
 	kc->spec = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, cs);
 	kc->speclen = len;
 	kc->ks = ks;
+	kc->is_gemm = se_kspec_gemm(&kc->ks, &kc->gemm);
 	pfree(cs);
 	return kc;
 }
 
-static Datum
-kernel_call(FunctionCallInfo fcinfo, int arity, const char *fname)
+/* The kernel of fcinfo's spec on its array arguments, into out (out_size elements). */
+static const KernelCache *
+kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_scalar,
+		   ArrayType **out_array)
 {
 	KernelCache *kc = kernel_cache(fcinfo, PG_GETARG_TEXT_PP(0));
-	const KSpec *ks = &kc->ks;
+	const se_kspec *ks = &kc->ks;
 	const double *in[2] = {NULL, NULL};
-	double	   *od;
-	ArrayType  *out;
+	double	   *od = out_scalar;
 
 	if (ks->arity != arity)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("%s: spec \"%s\" is for %d input(s), %s takes %d",
 							   fname, kc->spec, ks->arity, fname, arity)));
+	if (out_scalar && ks->out_size != 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%s: spec \"%s\" has " INT64_FORMAT " outputs; %s returns one",
+							   fname, kc->spec, ks->out_size, fname)));
 	for (int k = 0; k < arity; k++)
 	{
 		int			n;
@@ -540,24 +343,34 @@ kernel_call(FunctionCallInfo fcinfo, int arity, const char *fname)
 							errmsg("%s: input %s has %d elements but spec \"%s\" reads " INT64_FORMAT,
 								   fname, k ? "b" : "a", n, kc->spec, ks->need[k])));
 	}
-	out = new_f8_array(ks->out_size, &od);
-	run_kernel(ks, in[0], in[1], od);
-	PG_RETURN_ARRAYTYPE_P(out);
+	if (out_array)
+		*out_array = new_f8_array(ks->out_size, &od);
+	if (!kc->is_gemm)
+		se_run_kernel(ks, in[0], in[1], od);
+	else if (!se_blas || !blas_gemm(&kc->gemm, in[0], in[1], od))
+		se_gemm_run(&kc->gemm, in[0], in[1], od);
+	return kc;
 }
 
-PG_FUNCTION_INFO_V1(se_kernel1);
-Datum
-se_kernel1(PG_FUNCTION_ARGS)
-{
-	return kernel_call(fcinfo, 1, "se_kernel1");
+#define KERNEL_FUNCS(arity) \
+PG_FUNCTION_INFO_V1(se_kernel##arity); \
+Datum \
+se_kernel##arity(PG_FUNCTION_ARGS) \
+{ \
+	ArrayType  *out; \
+	kernel_run(fcinfo, arity, "se_kernel" #arity, NULL, &out); \
+	PG_RETURN_ARRAYTYPE_P(out); \
+} \
+PG_FUNCTION_INFO_V1(se_value##arity); \
+Datum \
+se_value##arity(PG_FUNCTION_ARGS) \
+{ \
+	double		out; \
+	kernel_run(fcinfo, arity, "se_value" #arity, &out, NULL); \
+	PG_RETURN_FLOAT8(out); \
 }
-
-PG_FUNCTION_INFO_V1(se_kernel2);
-Datum
-se_kernel2(PG_FUNCTION_ARGS)
-{
-	return kernel_call(fcinfo, 2, "se_kernel2");
-}
+KERNEL_FUNCS(1)
+KERNEL_FUNCS(2)
 
 PG_FUNCTION_INFO_V1(se_kernels_version);
 Datum
@@ -574,33 +387,24 @@ typedef struct VState
 	double		v[FLEXIBLE_ARRAY_MEMBER];
 } VState;
 
-enum
-{
-	V_SUM, V_MAX, V_MIN
-};
-static const char *const vagg_names[] = {"se_vsum", "se_vmax", "se_vmin"};
+/* kinds are the aggregates of se_kernel.h (SE_AGG_SUM, _MAX, _MIN), then se_wsum */
+#define V_WSUM 3
+static const char *const vagg_names[] = {"se_vsum", "se_vmax", "se_vmin", "se_wsum"};
 
-static inline void
-vagg_update(double *acc, const double *x, int n, int kind)
-{
-	if (kind == V_SUM)
-		for (int i = 0; i < n; i++)
-			acc[i] += x[i];
-	else if (kind == V_MAX)
-		for (int i = 0; i < n; i++)
-			AGG_STEP_max(acc[i], x[i]);
-	else
-		for (int i = 0; i < n; i++)
-			AGG_STEP_min(acc[i], x[i]);
-}
+#define vagg_update(acc, x, n, kind) se_vagg_update((kind) == V_WSUM ? SE_AGG_SUM : (kind), acc, x, n)
 
+/* A state holding x, or w * x when w is given. */
 static VState *
-vstate_new(MemoryContext ctx, const double *x, int n)
+vstate_new(MemoryContext ctx, const double *x, int n, const double *w)
 {
 	VState	   *st = MemoryContextAlloc(ctx, offsetof(VState, v) + sizeof(double) * (Size) n);
 
 	st->len = n;
-	memcpy(st->v, x, sizeof(double) * (Size) n);
+	if (w)
+		for (int i = 0; i < n; i++)
+			st->v[i] = *w * x[i];
+	else
+		memcpy(st->v, x, sizeof(double) * (Size) n);
 	return st;
 }
 
@@ -613,27 +417,34 @@ vcheck_len(int kind, int have, int got)
 							   vagg_names[kind], have, got)));
 }
 
+/* Transition: column 1 is the array (se_wsum: column 1 the weight, 2 the array). */
 static Datum
 vagg_trans(FunctionCallInfo fcinfo, int kind)
 {
 	MemoryContext aggctx;
 	VState	   *st = PG_ARGISNULL(0) ? NULL : (VState *) PG_GETARG_POINTER(0);
+	int			col = kind == V_WSUM ? 2 : 1;
+	double		w;
 	const double *x;
 	int			n;
 
 	if (!AggCheckCallContext(fcinfo, &aggctx))
 		elog(ERROR, "%s called in non-aggregate context", vagg_names[kind]);
-	if (PG_ARGISNULL(1))
+	if (PG_ARGISNULL(col) || (kind == V_WSUM && PG_ARGISNULL(1)))
 	{
 		if (st == NULL)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(st);
 	}
-	x = f8_data(PG_GETARG_ARRAYTYPE_P(1), &n, vagg_names[kind], "the input");
+	x = f8_data(PG_GETARG_ARRAYTYPE_P(col), &n, vagg_names[kind], "the input");
+	w = kind == V_WSUM ? PG_GETARG_FLOAT8(1) : 1.0;
 	if (st == NULL)
-		PG_RETURN_POINTER(vstate_new(aggctx, x, n));
+		PG_RETURN_POINTER(vstate_new(aggctx, x, n, kind == V_WSUM ? &w : NULL));
 	vcheck_len(kind, st->len, n);
-	vagg_update(st->v, x, n, kind);
+	if (kind == V_WSUM)
+		se_axpy(n, w, x, st->v);
+	else
+		vagg_update(st->v, x, n, kind);
 	PG_RETURN_POINTER(st);
 }
 
@@ -653,7 +464,7 @@ vagg_combine(FunctionCallInfo fcinfo, int kind)
 		PG_RETURN_POINTER(s1);
 	}
 	if (s1 == NULL)
-		PG_RETURN_POINTER(vstate_new(aggctx, s2->v, s2->len));
+		PG_RETURN_POINTER(vstate_new(aggctx, s2->v, s2->len, NULL));
 	vcheck_len(kind, s1->len, s2->len);
 	vagg_update(s1->v, s2->v, s1->len, kind);
 	PG_RETURN_POINTER(s1);
@@ -664,9 +475,10 @@ PG_FUNCTION_INFO_V1(name##_trans); \
 Datum name##_trans(PG_FUNCTION_ARGS) { return vagg_trans(fcinfo, kind); } \
 PG_FUNCTION_INFO_V1(name##_combine); \
 Datum name##_combine(PG_FUNCTION_ARGS) { return vagg_combine(fcinfo, kind); }
-VAGG_FUNCS(se_vsum, V_SUM)
-VAGG_FUNCS(se_vmax, V_MAX)
-VAGG_FUNCS(se_vmin, V_MIN)
+VAGG_FUNCS(se_vsum, SE_AGG_SUM)
+VAGG_FUNCS(se_vmax, SE_AGG_MAX)
+VAGG_FUNCS(se_vmin, SE_AGG_MIN)
+VAGG_FUNCS(se_wsum, V_WSUM)
 
 PG_FUNCTION_INFO_V1(se_vagg_final);
 Datum
@@ -712,9 +524,7 @@ se_vagg_deserial(PG_FUNCTION_ARGS)
 
 typedef struct GSpec
 {
-	int64		size, positions, sub_size;
-	int			nn, ns;
-	int64		dn[SE_MAXDIMS], sn[SE_MAXDIMS], ds[SE_MAXDIMS], ss[SE_MAXDIMS];
+	se_gspec	s;
 	int64	   *suboff;			/* flat offset of each sub-tensor element */
 } GSpec;
 
@@ -722,67 +532,25 @@ typedef struct GSpec
 static void
 parse_gspec(const char *spec, GSpec *g)
 {
-	char	   *buf = pstrdup(spec);
-	char	   *f[6];
-	int64		size[SE_MAXDIMS], idx[SE_MAXDIMS] = {0}, off = 0, reach;
+	char		err[SE_ERRLEN];
 
-	memset(g, 0, sizeof(*g));
-	if (split_fields(buf, f, 5) != 5)
-		SPEC_ERROR("gather", spec, "expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES");
-	if (parse_ints(f[0], size, "gather", spec, "SIZE") != 1)
-		SPEC_ERROR("gather", spec, "SIZE must be one integer");
-	g->size = size[0];
-	g->nn = parse_ints(f[1], g->dn, "gather", spec, "NEW_DIMS");
-	g->ns = parse_ints(f[3], g->ds, "gather", spec, "SUB_DIMS");
-	if (parse_ints(f[2], g->sn, "gather", spec, "NEW_STRIDES") != g->nn ||
-		parse_ints(f[4], g->ss, "gather", spec, "SUB_STRIDES") != g->ns)
-		SPEC_ERROR("gather", spec, "each dims list needs one stride per dim");
-	g->positions = dims_product(g->dn, g->nn, "gather", spec);
-	g->sub_size = dims_product(g->ds, g->ns, "gather", spec);
-	if (g->size > SE_MAXELEMS || g->sub_size > SE_MAXELEMS || g->positions > MaxAllocSize)
+	if (!se_parse_gspec(spec, strlen(spec), &g->s, err))
+		SPEC_ERROR("gather", spec, "%s", err);
+	if (g->s.size > SE_MAXELEMS || g->s.sub_size > SE_MAXELEMS || g->s.positions > MaxAllocSize)
 		SPEC_ERROR("gather", spec, "sizes too large");
-	reach = max_reach(g->dn, g->sn, g->nn, "gather", spec);
-	if (reach > 0 && g->sub_size > 0)
-	{
-		reach += max_reach(g->ds, g->ss, g->ns, "gather", spec) - 1;
-		if (reach > g->size)
-			SPEC_ERROR("gather", spec, "sub-tensors reach index " INT64_FORMAT " beyond SIZE " INT64_FORMAT,
-					   reach - 1, g->size);
-	}
-	g->suboff = palloc(sizeof(int64) * Max(g->sub_size, 1));
-	for (int64 e = 0; e < g->sub_size; e++)
-	{
-		g->suboff[e] = off;
-		for (int t = g->ns - 1; t >= 0; t--)
-		{
-			if (++idx[t] < g->ds[t])
-			{
-				off += g->ss[t];
-				break;
-			}
-			idx[t] = 0;
-			off -= g->ss[t] * (g->ds[t] - 1);
-		}
-	}
-	pfree(buf);
+	g->suboff = palloc(sizeof(int64) * Max(g->s.sub_size, 1));
+	se_gspec_suboffsets(&g->s, g->suboff);
 }
 
 /* Flat offset of the sub-tensor at position pos (row-major over NEW_DIMS). */
 static int64
 gspec_base(const GSpec *g, int64 pos, const char *fname, const char *spec)
 {
-	int64		base = 0;
-
-	if (pos < 0 || pos >= g->positions)
+	if (pos < 0 || pos >= g->s.positions)
 		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 						errmsg("%s: position " INT64_FORMAT " out of range 0.." INT64_FORMAT " of spec \"%s\"",
-							   fname, pos, g->positions - 1, spec)));
-	for (int t = g->nn - 1; t >= 0; t--)
-	{
-		base += (pos % g->dn[t]) * g->sn[t];
-		pos /= g->dn[t];
-	}
-	return base;
+							   fname, pos, g->s.positions - 1, spec)));
+	return se_gspec_base(&g->s, pos);
 }
 
 typedef struct GatherCache
@@ -827,13 +595,13 @@ se_take(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 	}
 	x = f8_data(PG_GETARG_ARRAYTYPE_P(1), &n, "se_take", "a");
-	if (n != gc->g.size)
+	if (n != gc->g.s.size)
 		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 						errmsg("se_take: a has %d elements but spec \"%s\" has SIZE " INT64_FORMAT,
-							   n, gc->spec, gc->g.size)));
+							   n, gc->spec, gc->g.s.size)));
 	base = gspec_base(&gc->g, PG_GETARG_INT64(2), "se_take", gc->spec);
-	out = new_f8_array(gc->g.sub_size, &od);
-	for (int64 e = 0; e < gc->g.sub_size; e++)
+	out = new_f8_array(gc->g.s.sub_size, &od);
+	for (int64 e = 0; e < gc->g.s.sub_size; e++)
 	{
 		od[e] = x[base + gc->g.suboff[e]];
 		nonzero |= od[e] != 0.0;
@@ -862,8 +630,8 @@ stack_new(MemoryContext ctx, const char *spec, int speclen)
 	st->spec = pnstrdup(spec, speclen);
 	st->speclen = speclen;
 	parse_gspec(st->spec, &st->g);
-	st->written = palloc0(Max(st->g.positions, 1));
-	st->data = palloc0(sizeof(double) * Max(st->g.size, 1));
+	st->written = palloc0(Max(st->g.s.positions, 1));
+	st->data = palloc0(sizeof(double) * Max(st->g.s.size, 1));
 	MemoryContextSwitchTo(old);
 	return st;
 }
@@ -906,10 +674,10 @@ se_stack_trans(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(3))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("se_stack: pos is NULL")));
 	x = f8_data(PG_GETARG_ARRAYTYPE_P(2), &n, "se_stack", "val");
-	if (n != st->g.sub_size)
+	if (n != st->g.s.sub_size)
 		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 						errmsg("se_stack: val has %d elements but spec \"%s\" has sub-tensors of " INT64_FORMAT,
-							   n, st->spec, st->g.sub_size)));
+							   n, st->spec, st->g.s.sub_size)));
 	base = gspec_base(&st->g, PG_GETARG_INT64(3), "se_stack", st->spec);
 	for (int64 e = 0; e < n; e++)
 		st->data[base + st->g.suboff[e]] = x[e];
@@ -937,14 +705,14 @@ se_stack_combine(PG_FUNCTION_ARGS)
 		s1 = stack_new(aggctx, s2->spec, s2->speclen);
 	else
 		stack_check_spec(s1, s2->spec, s2->speclen);
-	for (int64 p = 0; p < s2->g.positions; p++)
+	for (int64 p = 0; p < s2->g.s.positions; p++)
 	{
 		int64		base;
 
 		if (!s2->written[p])
 			continue;
 		base = gspec_base(&s2->g, p, "se_stack", s2->spec);
-		for (int64 e = 0; e < s2->g.sub_size; e++)
+		for (int64 e = 0; e < s2->g.s.sub_size; e++)
 			s1->data[base + s2->g.suboff[e]] = s2->data[base + s2->g.suboff[e]];
 		s1->written[p] = true;
 	}
@@ -957,10 +725,10 @@ se_stack_final(PG_FUNCTION_ARGS)
 {
 	StackState *st = (StackState *) PG_GETARG_POINTER(0);
 	double	   *od;
-	ArrayType  *out = new_f8_array(st->g.size, &od);
+	ArrayType  *out = new_f8_array(st->g.s.size, &od);
 
-	if (st->g.size > 0)
-		memcpy(od, st->data, sizeof(double) * (Size) st->g.size);
+	if (st->g.s.size > 0)
+		memcpy(od, st->data, sizeof(double) * (Size) st->g.s.size);
 	PG_RETURN_ARRAYTYPE_P(out);
 }
 
@@ -970,7 +738,7 @@ Datum
 se_stack_serial(PG_FUNCTION_ARGS)
 {
 	StackState *st = (StackState *) PG_GETARG_POINTER(0);
-	Size		np = (Size) st->g.positions, nd = sizeof(double) * (Size) st->g.size;
+	Size		np = (Size) st->g.s.positions, nd = sizeof(double) * (Size) st->g.s.size;
 	Size		n = sizeof(int32) + st->speclen + np + nd;
 	bytea	   *r = (bytea *) palloc(VARHDRSZ + n);
 	char	   *p = VARDATA(r);
@@ -1004,10 +772,10 @@ se_stack_deserial(PG_FUNCTION_ARGS)
 		elog(ERROR, "se_stack_deserial: corrupt state");
 	st = stack_new(CurrentMemoryContext, p + sizeof(int32), len);
 	p += sizeof(int32) + len;
-	if (n != sizeof(int32) + len + (Size) st->g.positions + sizeof(double) * (Size) st->g.size)
+	if (n != sizeof(int32) + len + (Size) st->g.s.positions + sizeof(double) * (Size) st->g.s.size)
 		elog(ERROR, "se_stack_deserial: corrupt state");
-	memcpy(st->written, p, st->g.positions);
-	memcpy(st->data, p + st->g.positions, sizeof(double) * (Size) st->g.size);
+	memcpy(st->written, p, st->g.s.positions);
+	memcpy(st->data, p + st->g.s.positions, sizeof(double) * (Size) st->g.s.size);
 	PG_RETURN_POINTER(st);
 }
 

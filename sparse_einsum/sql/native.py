@@ -1,0 +1,74 @@
+"""SQL calling the sparse_einsum C kernels, which both engines' extensions provide with
+the same names and arguments (udf_kernels/postgres, udf_kernels/duckdb):
+
+    se_kernel1/2(kernel spec, a[, b])   the kernel's result array
+    se_value1/2(kernel spec, a[, b])    its one element, for a scalar result
+    se_vsum/se_vmax/se_vmin(v)          element-wise aggregates
+    se_wsum(w, v)                       sum of w * v, never forming w * v
+    se_take(gather spec, a, pos)        one piece of an array (NULL when all zero)
+    se_stack(gather spec, v, pos)       aggregate scattering pieces into an array
+    se_densify(packed, size)            a packed sparse payload as a dense array
+    se_sparsify(v)                      a dense array packed sparse
+
+The specs are the texts of `sparse_einsum.kernels.spec`. Engines differ in how a scalar
+is passed where an array is expected (`array_of_scalar`) and in how they explode.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..kernels.spec import GatherSpec, KernelSpec
+from ..program.ops import AGGREGATES
+from .dialect import Dialect, scaled_vector
+from .steps import StepBuilder, TableRelation
+
+
+def spec_literal(spec: KernelSpec | GatherSpec | str) -> str:
+    text = spec if isinstance(spec, str) else spec.text
+    return "'" + text.replace("'", "''") + "'"
+
+
+class NativeDialect(Dialect):
+    """Kernels, aggregates and stacks as calls of the C kernels."""
+    array_of_scalar: ClassVar[str] = "{}"      # a scalar passed where an array may be
+
+    def _arg(self, value: str, is_list: bool) -> str:
+        return value if is_list else self.array_of_scalar.format(value)
+
+    def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
+        spec = f"{code};sum;0;" + ";" * len(args)
+        return f"se_value{len(args)}({spec_literal(spec)}, " \
+               f"{', '.join(self._arg(a, False) for a in args)})"
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        assert constant is None, "the C kernels take a one-tuple operand joined to every row"
+        name = "se_kernel" if spec.n_out else "se_value"
+        arrays = [f"se_densify({a}, {size})" if packed else self._arg(a, is_list)
+                  for a, is_list, packed, size in zip(args, lists, sparse or (False,) * len(args),
+                                                      spec.in_sizes)]
+        return f"{name}{spec.arity}({spec_literal(spec)}, {', '.join(arrays)})"
+
+    def sparsify(self, step: StepBuilder, value: str) -> str:
+        return f"se_sparsify({value})"
+
+    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
+                  count: str | None, expected: int) -> str:
+        result = f"se_v{agg}({value})"
+        if count is None:
+            return result
+        clip = KernelSpec(AGGREGATES[agg].clip_zero, agg, (size,), 1, ((1,),), (size,))
+        return (f"CASE WHEN {count} < {expected} THEN se_kernel1({spec_literal(clip)}, {result}) "
+                f"ELSE {result} END")
+
+    def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
+                     ) -> tuple[dict[str, str], str] | None:
+        k = scaled_vector(spec, lists)
+        if k is None:
+            return None
+        return {"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)"
+
+    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
+              value_is_list: bool) -> str:
+        return f"se_stack({spec_literal(spec)}, {self._arg(value, value_is_list)}, {position})"

@@ -1,0 +1,135 @@
+"""Kernel specs and a NumPy reading of their text, for the C kernels of both engines
+(tests/test_pg_kernels.py, tests/test_duckdb_extension.py)."""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from sparse_einsum.kernels.spec import KernelSpec
+
+# ---------------------------------------------------------------- NumPy reference of the spec text
+
+_UNARY = {"id": lambda x: x, "neg": np.negative, "relu": lambda x: np.maximum(x, 0.0),
+          "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+          "tanh": np.tanh, "abs": np.abs}
+_CONST = {"mulc": lambda x, c: x * c, "addc": lambda x, c: x + c, "subc": lambda x, c: x - c,
+          "rsubc": lambda x, c: c - x, "divc": lambda x, c: x / c, "rdivc": lambda x, c: c / x,
+          "maxc": np.maximum, "minc": np.minimum, "powc": np.power}
+_BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in s.split(",")) if s else ()
+
+
+def ref_kernel(spec: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate a KernelSpec text element by element."""
+    op, agg, n_out, dims, *strides = spec.split(";")
+    dims, n_out = _ints(dims), int(n_out)
+    strides = [np.array(_ints(s), dtype=np.int64) for s in strides]
+    name, _, c = op.partition(":")
+    if name in _BINARY:
+        f = _BINARY[name]
+    elif name in _CONST:
+        f = lambda x, _y: _CONST[name](x, float(c))  # noqa: E731
+    else:
+        f = lambda x, _y: _UNARY[name](x)  # noqa: E731
+    init = {"sum": 0.0, "max": -np.inf, "min": np.inf}[agg]
+    out = []
+    with np.errstate(all="ignore"):
+        for o in np.ndindex(*dims[:n_out]):
+            vals = []
+            for r in np.ndindex(*dims[n_out:]):
+                i = np.array(o + r, dtype=np.int64)
+                x = np.float64(a[i @ strides[0]]) if len(i) else np.float64(a[0])
+                y = (np.float64(b[i @ strides[1]]) if len(i) else np.float64(b[0])) if b is not None else None
+                vals.append(f(x, y))
+            if not vals:
+                out.append(init)
+            elif agg == "sum":
+                out.append(np.sum(vals))
+            else:
+                out.append(np.max(vals) if agg == "max" else np.min(vals))
+    return np.array(out, dtype=np.float64)
+
+
+def random_spec(rng: np.random.Generator, op: str, agg: str) -> tuple[str, list[int]]:
+    """A random einsum-like spec: each input takes some loop dims (repeats allowed) as axes."""
+    nd = int(rng.integers(1, 5))
+    dims = tuple(int(d) for d in rng.integers(1, 5, nd))
+    n_out = int(rng.integers(0, nd + 1))
+    strides, sizes = [], []
+    for _ in range(2 if op in _BINARY else 1):
+        axes = list(rng.choice(nd, int(rng.integers(0, nd + 2)), replace=True))
+        shape = [dims[t] for t in axes]
+        st = [0] * nd
+        for k, t in enumerate(axes):
+            st[t] += prod(shape[k + 1:])
+        strides.append(tuple(st))
+        sizes.append(prod(shape))
+    spec = KernelSpec(op, agg, dims, n_out, tuple(strides), tuple(sizes))
+    return spec.text, sizes
+
+
+RNG = np.random.default_rng(7)
+M34, V4, M45 = RNG.normal(size=12), RNG.normal(size=4), RNG.normal(size=20)
+M64, V64 = RNG.normal(size=64 * 64), RNG.normal(size=64)
+
+HANDWRITTEN = [
+    ("mul;sum;1;3,4;4,1;0,1", M34, V4),                 # matrix-vector
+    ("mul;sum;2;3,5,4;4,0,1;0,1,5", M34, M45),          # matrix-matrix
+    ("mul;sum;1;64,64;64,1;0,1", M64, V64),             # long inner run
+    ("mul;sum;0;64;1;1", V64, V64),                     # dot product
+    ("mul;sum;2;3,4;1,0;0,1", M34[:3], V4),             # outer product
+    ("add;sum;2;3,4;4,1;0,1", M34, V4),                 # broadcast add
+    ("sub;sum;2;4,3;1,4;0,0", M34, [2.0]),              # transposed minus a scalar
+    ("div;sum;1;6;1;1", [0.0, 1.0, -1.0, 2.0, 0.0, np.nan], [0.0, 0.0, 0.0, 4.0, 3.0, 1.0]),
+    ("mul;max;1;3,4;4,1;0,1", M34, V4),
+    ("sub;min;1;4,3;1,4;0,1", M34, M34[:3]),
+    ("mul;sum;1;2,0;1,1;1,1", V4, V4),                  # empty reduction -> 0
+    ("mul;max;0;0;1;1", V4, V4),                        # empty reduction -> -inf
+]
+UNARY = [
+    ("id;sum;2;4,3;1,4", M34),                          # transpose
+    ("id;sum;1;4;5", RNG.normal(size=16)),              # diagonal
+    ("id;sum;0;4;5", RNG.normal(size=16)),              # trace
+    ("id;sum;0;;", [3.5]),                              # scalar
+    ("exp;max;1;3,4;4,1", M34),
+    ("tanh;min;0;3,4;4,1", M34),
+]
+
+
+
+def contraction(subscripts: str, sizes: dict[str, int]) -> str:
+    """The KernelSpec text of a two-input einsum such as "mk,kn->mn" (row-major inputs)."""
+    inputs, out = subscripts.split("->")
+    terms = inputs.split(",")
+    loop = list(out) + sorted({l for t in terms for l in t} - set(out))
+    strides = []
+    for term in terms:
+        row = [prod(sizes[l] for l in term[k + 1:]) for k in range(len(term))]
+        strides.append(tuple(sum(r for l2, r in zip(term, row) if l2 == l) for l in loop))
+    return KernelSpec("mul", "sum", tuple(sizes[l] for l in loop), len(out), tuple(strides),
+                      tuple(prod(sizes[l] for l in t) for t in terms)).text
+
+
+# matrix products in every layout the BLAS and shared-matrix paths tell apart
+SIZES = {"m": 5, "n": 6, "k": 7, "b": 3, "p": 2, "q": 4, "u": 1}
+PRODUCT_SUBSCRIPTS = ["k,kn->n", "k,nk->n", "mk,k->m", "km,k->m", "mk,kn->mn", "mk,kn->nm",
+                      "km,nk->mn", "bmk,bkn->bmn", "bmk,bkn->mbn", "k,k->", "pq,pqn->n",
+                      "mu,un->mn", "uk,kn->un", "mk,nk->mn"]
+
+
+def product_case(subscripts: str, seed: int) -> tuple[str, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    spec = contraction(subscripts, SIZES)
+    terms = subscripts.split("->")[0].split(",")
+    return spec, *(rng.normal(size=prod(SIZES[l] for l in t)) for t in terms)
+
+
+PRODUCTS = [product_case(s, n) for n, s in enumerate(PRODUCT_SUBSCRIPTS)]
+# zeros of a vector meeting inf in a matrix give NaN, as in NumPy (no skipping of zeros)
+_, _ZV, _ZM = product_case("k,kn->n", 99)
+PRODUCTS.append((contraction("k,kn->n", SIZES), np.where(np.arange(7) % 2 == 0, 0.0, _ZV),
+                 np.where(np.arange(42) == 2, np.inf, _ZM)))

@@ -1,0 +1,199 @@
+"""The sparse_einsum DuckDB extension (udf_kernels/duckdb): its kernels against a NumPy
+reading of the spec texts (the cases of the PostgreSQL kernels' tests), its aggregates,
+take/stack, errors, and how the backend loads it or falls back."""
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kernel_cases import HANDWRITTEN, PRODUCTS, UNARY, random_spec, ref_kernel
+from sparse_einsum import Session, einsum
+from sparse_einsum.backends import duckdb_extension
+from sparse_einsum.backends.duckdb import DuckDBBackend
+from sparse_einsum.errors import BackendError
+
+RTOL = ATOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def con():
+    connection = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    duckdb_extension.load(connection)
+    yield connection
+    connection.close()
+
+
+def kernel(con, spec: str, a, b=None) -> np.ndarray:
+    args = [spec, [float(x) for x in np.atleast_1d(a)]]
+    call = "se_kernel1(?, ?::DOUBLE[])"
+    if b is not None:
+        args.append([float(x) for x in np.atleast_1d(b)])
+        call = "se_kernel2(?, ?::DOUBLE[], ?::DOUBLE[])"
+    return np.array(con.execute(f"SELECT {call}", args).fetchall()[0][0], dtype=np.float64)
+
+
+def check(con, spec: str, a, b=None) -> None:
+    want = ref_kernel(spec, np.asarray(a, float), None if b is None else np.asarray(b, float))
+    np.testing.assert_allclose(kernel(con, spec, a, b), want, rtol=RTOL, atol=ATOL, err_msg=spec)
+
+
+# ---------------------------------------------------------------- kernels
+
+@pytest.mark.parametrize("spec,a,b", HANDWRITTEN + PRODUCTS)
+def test_binary_kernels(con, spec, a, b):
+    check(con, spec, a, b)
+
+
+@pytest.mark.parametrize("spec,a", UNARY)
+def test_unary_kernels(con, spec, a):
+    check(con, spec, a)
+
+
+@pytest.mark.parametrize("fn", ["id", "neg", "relu", "exp", "log", "sqrt", "sigmoid", "tanh",
+                                "abs", "mulc:2.5", "rdivc:-1e-3", "maxc:0", "minc:0", "powc:0"])
+def test_every_function(con, fn):
+    check(con, f"{fn};sum;1;8;1", [-2.0, -0.5, 0.0, 0.5, 3.0, np.inf, -np.inf, np.nan])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_specs(con, seed):
+    rng = np.random.default_rng(seed)
+    op = ["mul", "add", "sub", "div", "exp", "abs", "mulc:1.5"][seed % 7]
+    spec, sizes = random_spec(rng, op, ["sum", "max", "min"][seed % 3])
+    check(con, spec, *[rng.normal(size=max(s, 1)) for s in sizes])
+
+
+@pytest.mark.parametrize("spec,a,b", PRODUCTS)
+def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
+    """One tuple joined to every row: the rows go four at a time against it (with zero
+    rows, rows left over, a NULL row, and the shared operand on either side)."""
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(11, a.size)) * (rng.random((11, a.size)) < 0.5)
+    rows[2] = 0.0
+    con.execute("CREATE OR REPLACE TEMP TABLE t_rows AS SELECT unnest(?) AS i, "
+                "unnest(?::DOUBLE[][]) AS v", [list(range(11)), rows.tolist()])
+    con.execute("INSERT INTO t_rows VALUES (11, NULL)")
+    con.execute("CREATE OR REPLACE TEMP TABLE t_shared AS SELECT ?::DOUBLE[] AS m", [b.tolist()])
+    got = con.execute(f"SELECT i, se_kernel2('{spec}', r.v, s.m) FROM t_rows r, t_shared s "
+                      "ORDER BY i").fetchall()
+    assert got[-1] == (11, None)
+    for i, out in got[:-1]:
+        np.testing.assert_allclose(out, ref_kernel(spec, rows[i], b), rtol=RTOL, atol=ATOL)
+
+
+def test_scalar_arguments_and_results(con):
+    got = con.execute("SELECT se_kernel2('mul;sum;1;3;1;0', [1.0, 2.0, 3.0], 2.0), "
+                      "se_value2('mul;sum;0;3;1;1', [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]), "
+                      "se_value1('log;sum;0;;', 0.0), se_value2('div;sum;0;;;', 1.0, 0.0)"
+                      ).fetchall()[0]
+    assert got == ([2.0, 4.0, 6.0], 6.0, -np.inf, np.inf)
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("SELECT se_kernel2('mul;sum;1;3,4;4,1;0,1', [1.0, 2.0], [1.0, 1, 1, 1])",
+     "input a has 2 elements but spec"),
+    ("SELECT se_kernel1('id;sum;1;3;1', [1.0, NULL, 2.0])", "NULL elements"),
+    ("SELECT se_kernel1('mul;sum;1;3;1', [1.0, 2.0, 3.0])", "takes 2 input"),
+    ("SELECT se_kernel1('foo;sum;1;3;1', [1.0])", "unknown operator"),
+    ("SELECT se_kernel1('id;sum;1;3,2;1', [1.0])", "one stride per loop dim"),
+    ("SELECT se_kernel1('powc;sum;1;3;1', [1.0])", "needs a constant"),
+    ("SELECT se_kernel2('id;sum;1;3;1', [1.0], [1.0])", "is for 1 input"),
+    ("SELECT se_value1('id;sum;1;3;1', [1.0, 2.0, 3.0])", "has 3 outputs"),
+    ("SELECT se_vsum(v) FROM (VALUES ([1.0]), ([1.0, 2.0])) t(v)", "same length"),
+    ("SELECT se_take('24;2,2;12,3;2,3;6,1', [1.0], 0)", "SIZE 24"),
+    ("SELECT se_stack('4;2;2;2;1', [1.0, 2.0], 5)", "out of range"),
+])
+def test_errors_are_raised_by_duckdb(con, sql, message):
+    with pytest.raises(duckdb.Error, match=message):
+        con.execute(sql).fetchall()
+
+
+# ---------------------------------------------------------------- aggregates
+
+@pytest.fixture(scope="module")
+def groups(con):
+    rng = np.random.default_rng(4)
+    n, width = 60_000, 16
+    g, val = rng.integers(0, 500, n), rng.uniform(-1, 1, (n, width))
+    val[7, 3] = np.nan
+    con.execute("CREATE TABLE t_agg AS SELECT unnest(?) AS g, unnest(?::DOUBLE[][]) AS val",
+                [g.tolist(), val.tolist()])
+    return g, val
+
+
+@pytest.mark.parametrize("agg,ufunc", [("se_vsum", np.add), ("se_vmax", np.maximum),
+                                       ("se_vmin", np.minimum), ("se_wsum", np.add)])
+def test_aggregates_in_parallel(con, groups, agg, ufunc):
+    """Grouped over two threads (combine), NaN propagating as in NumPy."""
+    g, val = groups
+    con.execute("SET threads = 2")
+    args = "val[2], val" if agg == "se_wsum" else "val"
+    result = con.execute(f"SELECT g, {agg}({args}) FROM t_agg GROUP BY g ORDER BY g").fetchall()
+    init = {"se_vmax": -np.inf, "se_vmin": np.inf}.get(agg, 0.0)
+    want = np.full((500, val.shape[1]), init)
+    ufunc.at(want, g, val[:, 1:2] * val if agg == "se_wsum" else val)
+    np.testing.assert_allclose(np.array([r[1] for r in result]), want[[r[0] for r in result]],
+                               rtol=1e-12, atol=1e-12)
+    assert np.isnan(want[g[7], 3])
+
+
+def test_aggregates_skip_nulls_and_give_null_for_nothing(con):
+    assert con.execute("SELECT se_vsum(v) FROM (SELECT [1.0] AS v) WHERE false").fetchall() == [(None,)]
+    assert con.execute("SELECT se_vmax(v), se_wsum(w, v) FROM (VALUES ([1.0, 5.0], 2.0), (NULL, 1.0), "
+                       "([3.0, 2.0], NULL)) t(v, w)").fetchall() == [([3.0, 5.0], [2.0, 10.0])]
+
+
+def test_take_and_stack_round_trip(con):
+    big = np.arange(1.0, 25.0).reshape(4, 6)
+    big[2:4, 0:3] = 0.0                              # position 2 is all zeros
+    spec = "24;2,2;12,3;2,3;6,1"                     # 2x2 blocks of 2x3
+    rows = con.execute(f"SELECT p, se_take('{spec}', ?::DOUBLE[], p) FROM range(4) t(p) ORDER BY p",
+                       [big.ravel().tolist()]).fetchall()
+    for p, v in rows:
+        block = big[2 * (p // 2):2 * (p // 2) + 2, 3 * (p % 2):3 * (p % 2) + 3].ravel()
+        assert (v is None) if p == 2 else v == block.tolist()
+    got = con.execute(f"SELECT se_stack('{spec}', se_take('{spec}', ?::DOUBLE[], p), p) FROM "
+                      "range(4) t(p)", [big.ravel().tolist()]).fetchall()[0][0]
+    assert got == big.ravel().tolist()
+    assert con.execute("SELECT se_stack('3;3;1;;', v, p) FROM (VALUES (2.0, 0), (5.0, 2)) t(v, p)"
+                       ).fetchall() == [([2.0, 0.0, 5.0],)]
+
+
+# ---------------------------------------------------------------- the backend
+
+def test_a_connection_without_unsigned_extensions_falls_back(recwarn):
+    with duckdb.connect() as con:
+        with pytest.warns(RuntimeWarning, match="allow_unsigned_extensions") as caught:
+            backend = DuckDBBackend(con)
+        assert len(caught) == 1 and backend.dialect.name == "duckdb"
+        a = sp.random(30, 20, density=0.2, random_state=1, format="csr")
+        h = np.random.default_rng(1).normal(size=(20, 300))
+        with Session("input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\noutput Y",
+                     {"A": a, "H": h}, backend=backend) as session:
+            assert "fallback: the DuckDB connection was opened without allow_unsigned" in \
+                session.explain(top=1)["kernels"]
+            np.testing.assert_allclose(session.run("IJ,Jf->If").outputs["Y"], a @ h, rtol=1e-12)
+        backend.close()
+        with pytest.raises(BackendError, match="allow_unsigned_extensions"):
+            DuckDBBackend(con, native=True)
+
+
+def test_own_connections_and_allowing_connections_load_it():
+    with duckdb.connect(config={"allow_unsigned_extensions": "true"}) as con:
+        assert DuckDBBackend(con).dialect.name == "duckdb-native"
+    a = np.random.default_rng(2).normal(size=(6, 5))
+    with Session("input A[i,j]\nM[i] = max(A[i,j])\noutput M", {"A": a}) as session:
+        assert session.dialect.name == "duckdb-native"
+        assert session.explain(top=1)["kernels"].startswith("native C")
+        np.testing.assert_allclose(session.run("Ij->I").outputs["M"], a.max(axis=1))
+    np.testing.assert_allclose(einsum("ij,j->i", a, np.ones(5), plan="Ij,j->I", native=False),
+                               a.sum(axis=1))
+
+
+def test_metadata_footer_matches_what_duckdb_reads():
+    footer = duckdb_extension.metadata_footer("abc")
+    fields = [footer[22 + 32 * k:22 + 32 * (k + 1)].rstrip(b"\0").decode() for k in range(8)]
+    assert fields[3:] == ["C_STRUCT", "abc", duckdb_extension.C_API_VERSION, "linux_amd64", "4"]
+    assert len(footer) == 22 + 512 and footer.endswith(bytes(256))

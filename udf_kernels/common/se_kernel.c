@@ -1,0 +1,568 @@
+/*
+ * se_kernel: spec parsing and the loops of the kernels (see se_kernel.h).
+ */
+#include "se_kernel.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* SE_OPS: the operations of sparse_einsum/program/ops.py (binary ones first) */
+#include "se_ops.h"
+
+#define X_ENUM(name, expr) OP_##name,
+enum
+{
+	SE_OPS(X_ENUM) N_OPS
+};
+
+#define X_NAME(name, expr) #name,
+static const char *const op_names[N_OPS] = {SE_OPS(X_NAME)};
+static const char *const agg_names[] = {"sum", "max", "min"};
+
+#define SPEC_MAXLEN 4096
+
+/* ---------------------------------------------------------------- operation loops */
+
+typedef double (*reduce_fn) (const double *a, int64_t sa, const double *b, int64_t sb, int64_t n,
+							 double acc, double c);
+typedef void (*map_fn) (double *out, const double *a, int64_t sa, const double *b, int64_t sb,
+						int64_t n, double c);
+
+/* sum uses four partial sums so the adds pipeline */
+#define X_REDUCE(name, expr) \
+static double \
+red_sum_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
+{ \
+	double		s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0; \
+	int64_t		i = 0; \
+	(void) c; \
+	for (; i + 4 <= n; i += 4, a += 4 * sa, b += 4 * sb) \
+	{ \
+		{ const double x = a[0], y = b[0]; (void) y; s0 += (expr); } \
+		{ const double x = a[sa], y = b[sb]; (void) y; s1 += (expr); } \
+		{ const double x = a[2 * sa], y = b[2 * sb]; (void) y; s2 += (expr); } \
+		{ const double x = a[3 * sa], y = b[3 * sb]; (void) y; s3 += (expr); } \
+	} \
+	for (; i < n; i++, a += sa, b += sb) \
+	{ const double x = *a, y = *b; (void) y; s0 += (expr); } \
+	return acc + ((s0 + s1) + (s2 + s3)); \
+} \
+static double \
+red_max_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
+{ \
+	(void) c; \
+	for (int64_t i = 0; i < n; i++, a += sa, b += sb) \
+	{ const double x = *a, y = *b; const double v = (expr); (void) y; SE_STEP_MAX(acc, v); } \
+	return acc; \
+} \
+static double \
+red_min_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
+{ \
+	(void) c; \
+	for (int64_t i = 0; i < n; i++, a += sa, b += sb) \
+	{ const double x = *a, y = *b; const double v = (expr); (void) y; SE_STEP_MIN(acc, v); } \
+	return acc; \
+} \
+static void \
+map_##name(double *out, const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double c) \
+{ \
+	(void) c; \
+	for (int64_t i = 0; i < n; i++, a += sa, b += sb) \
+	{ const double x = *a, y = *b; (void) y; out[i] = (expr); } \
+}
+SE_OPS(X_REDUCE)
+
+#define X_RED_SUM(name, expr) red_sum_##name,
+#define X_RED_MAX(name, expr) red_max_##name,
+#define X_RED_MIN(name, expr) red_min_##name,
+#define X_MAP(name, expr) map_##name,
+static const reduce_fn reduce_tab[3][N_OPS] = {
+	{SE_OPS(X_RED_SUM)}, {SE_OPS(X_RED_MAX)}, {SE_OPS(X_RED_MIN)}
+};
+static const map_fn map_tab[N_OPS] = {SE_OPS(X_MAP)};
+
+/* ---------------------------------------------------------------- parsing */
+
+static bool fail(char *err, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
+static bool
+fail(char *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, SE_ERRLEN, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* Split s in place at ';'; returns the field count (maxf + 1 when there are more). */
+static int
+split_fields(char *s, char **fields, int maxf)
+{
+	int			n = 0;
+
+	for (;;)
+	{
+		if (n == maxf)
+			return maxf + 1;
+		fields[n++] = s;
+		s = strchr(s, ';');
+		if (s == NULL)
+			return n;
+		*s++ = '\0';
+	}
+}
+
+/* Parse "1,2,3" (non-negative integers; "" is the empty list); returns the count or -1. */
+static int
+parse_ints(const char *field, int64_t *out, const char *what, char *err)
+{
+	const char *p = field;
+	int			n = 0;
+
+	if (*p == '\0')
+		return 0;
+	for (;;)
+	{
+		char	   *end;
+		long long	v;
+
+		if (n == SE_MAXDIMS)
+			return fail(err, "%s has more than %d entries", what, SE_MAXDIMS), -1;
+		if (*p < '0' || *p > '9')
+			return fail(err, "%s must be non-negative integers separated by commas", what), -1;
+		errno = 0;
+		v = strtoll(p, &end, 10);
+		if (errno != 0 || v > (long long) INT32_MAX * 1024)
+			return fail(err, "%s has an integer out of range", what), -1;
+		out[n++] = v;
+		if (*end == '\0')
+			return n;
+		if (*end != ',')
+			return fail(err, "%s must be non-negative integers separated by commas", what), -1;
+		p = end + 1;
+	}
+}
+
+/* Product of dims (1 for none); false on overflow. */
+static bool
+dims_product(const int64_t *dims, int n, int64_t *p)
+{
+	*p = 1;
+	for (int t = 0; t < n; t++)
+		if (__builtin_mul_overflow(*p, dims[t], p))
+			return false;
+	return true;
+}
+
+/* One past the largest flat index reached by dims/strides (0 when some dim is 0). */
+static bool
+max_reach(const int64_t *dims, const int64_t *strides, int n, int64_t *r)
+{
+	*r = 0;
+	for (int t = 0; t < n; t++)
+	{
+		int64_t		step;
+
+		if (dims[t] == 0)
+		{
+			*r = 0;
+			return true;
+		}
+		if (__builtin_mul_overflow(dims[t] - 1, strides[t], &step) ||
+			__builtin_add_overflow(*r, step, r))
+			return false;
+	}
+	*r += 1;
+	return true;
+}
+
+static bool
+copy_spec(const char *spec, size_t len, char *buf, char *err)
+{
+	if (len >= SPEC_MAXLEN)
+		return fail(err, "longer than %d bytes", SPEC_MAXLEN - 1);
+	memcpy(buf, spec, len);
+	buf[len] = '\0';
+	return true;
+}
+
+bool
+se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err)
+{
+	char		buf[SPEC_MAXLEN];
+	char	   *f[7];
+	char	   *colon;
+	int64_t		n_out[SE_MAXDIMS];
+	int			nf;
+
+	memset(ks, 0, sizeof(*ks));
+	err[0] = '\0';
+	if (!copy_spec(spec, len, buf, err))
+		return false;
+	nf = split_fields(buf, f, 6);
+	if (nf < 5 || nf > 6)
+		return fail(err, "expected OP;AGG;N_OUT;DIMS;STRIDES_A[;STRIDES_B]");
+	ks->arity = nf - 4;
+
+	colon = strchr(f[0], ':');
+	if (colon)
+		*colon = '\0';
+	ks->op = -1;
+	for (int i = 0; i < N_OPS; i++)
+		if (strcmp(f[0], op_names[i]) == 0)
+			ks->op = i;
+	if (ks->op < 0)
+		return fail(err, "unknown operator \"%s\"", f[0]);
+	if ((ks->op >= SE_FIRST_CONST) != (colon != NULL))
+		return colon ? fail(err, "\"%s\" takes no constant", f[0])
+			: fail(err, "\"%s\" needs a constant (%s:C)", f[0], f[0]);
+	if (colon)
+	{
+		char	   *end;
+
+		ks->c = strtod(colon + 1, &end);
+		if (end == colon + 1 || *end != '\0')
+			return fail(err, "bad constant \"%s\"", colon + 1);
+	}
+	if ((ks->op < SE_N_BINARY) != (ks->arity == 2))
+		return fail(err, "\"%s\" takes %d input(s) but the spec has %d stride list(s)",
+					op_names[ks->op], ks->op < SE_N_BINARY ? 2 : 1, ks->arity);
+
+	ks->agg = -1;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(f[1], agg_names[i]) == 0)
+			ks->agg = i;
+	if (ks->agg < 0)
+		return fail(err, "unknown aggregate \"%s\" (sum, max or min)", f[1]);
+
+	if (parse_ints(f[2], n_out, "N_OUT", err) != 1)
+		return err[0] ? false : fail(err, "N_OUT must be one integer");
+	ks->ndims = parse_ints(f[3], ks->dims, "DIMS", err);
+	if (ks->ndims < 0)
+		return false;
+	if (n_out[0] > ks->ndims)
+		return fail(err, "N_OUT %d exceeds the %d loop dims", (int) n_out[0], ks->ndims);
+	ks->n_out = (int) n_out[0];
+	for (int k = 0; k < ks->arity; k++)
+	{
+		int			n = parse_ints(f[4 + k], ks->st[k], "STRIDES", err);
+
+		if (n < 0)
+			return false;
+		if (n != ks->ndims)
+			return fail(err, "input %d needs one stride per loop dim (%d)", k + 1, ks->ndims);
+		if (!max_reach(ks->dims, ks->st[k], ks->ndims, &ks->need[k]))
+			return fail(err, "strides overflow");
+	}
+	if (!dims_product(ks->dims, ks->n_out, &ks->out_size) ||
+		!dims_product(ks->dims + ks->n_out, ks->ndims - ks->n_out, &ks->red_size) ||
+		(ks->out_size > 0 && ks->red_size > INT64_MAX / ks->out_size))
+		return fail(err, "loop space too large");
+	return true;
+}
+
+bool
+se_parse_gspec(const char *spec, size_t len, se_gspec *g, char *err)
+{
+	char		buf[SPEC_MAXLEN];
+	char	   *f[6];
+	int64_t		size[SE_MAXDIMS], reach, sub_reach;
+
+	memset(g, 0, sizeof(*g));
+	err[0] = '\0';
+	if (!copy_spec(spec, len, buf, err))
+		return false;
+	if (split_fields(buf, f, 5) != 5)
+		return fail(err, "expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES");
+	if (parse_ints(f[0], size, "SIZE", err) != 1)
+		return err[0] ? false : fail(err, "SIZE must be one integer");
+	g->size = size[0];
+	g->nn = parse_ints(f[1], g->dn, "NEW_DIMS", err);
+	g->ns = parse_ints(f[3], g->ds, "SUB_DIMS", err);
+	if (g->nn < 0 || g->ns < 0)
+		return false;
+	{
+		int			nsn = parse_ints(f[2], g->sn, "NEW_STRIDES", err);
+		int			nss = parse_ints(f[4], g->ss, "SUB_STRIDES", err);
+
+		if (nsn < 0 || nss < 0)
+			return false;
+		if (nsn != g->nn || nss != g->ns)
+			return fail(err, "each dims list needs one stride per dim");
+	}
+	if (!dims_product(g->dn, g->nn, &g->positions) || !dims_product(g->ds, g->ns, &g->sub_size))
+		return fail(err, "sizes too large");
+	if (!max_reach(g->dn, g->sn, g->nn, &reach) || !max_reach(g->ds, g->ss, g->ns, &sub_reach))
+		return fail(err, "strides overflow");
+	if (reach > 0 && g->sub_size > 0 && reach + sub_reach - 1 > g->size)
+		return fail(err, "sub-tensors reach index %lld beyond SIZE %lld",
+					(long long) (reach + sub_reach - 2), (long long) g->size);
+	return true;
+}
+
+void
+se_gspec_suboffsets(const se_gspec *g, int64_t *out)
+{
+	int64_t		idx[SE_MAXDIMS] = {0}, off = 0;
+
+	for (int64_t e = 0; e < g->sub_size; e++)
+	{
+		out[e] = off;
+		for (int t = g->ns - 1; t >= 0; t--)
+		{
+			if (++idx[t] < g->ds[t])
+			{
+				off += g->ss[t];
+				break;
+			}
+			idx[t] = 0;
+			off -= g->ss[t] * (g->ds[t] - 1);
+		}
+	}
+}
+
+int64_t
+se_gspec_base(const se_gspec *g, int64_t pos)
+{
+	int64_t		base = 0;
+
+	for (int t = g->nn - 1; t >= 0; t--)
+	{
+		base += (pos % g->dn[t]) * g->sn[t];
+		pos /= g->dn[t];
+	}
+	return base;
+}
+
+/* ---------------------------------------------------------------- the generic loop */
+
+/* Step an odometer over dims[lo..hi]; keeps offsets oa/ob in step. */
+static inline void
+odometer_step(const se_kspec *ks, int64_t *idx, int lo, int hi, int64_t *oa, int64_t *ob)
+{
+	const int64_t *sa = ks->st[0], *sb = ks->st[1];
+
+	for (int t = hi; t >= lo; t--)
+	{
+		if (++idx[t] < ks->dims[t])
+		{
+			*oa += sa[t];
+			*ob += sb[t];
+			return;
+		}
+		idx[t] = 0;
+		*oa -= sa[t] * (ks->dims[t] - 1);
+		*ob -= sb[t] * (ks->dims[t] - 1);
+	}
+}
+
+/* out[o] = AGG_r OP(a[..], b[..]); the last loop dim runs in a tight inner loop. */
+void
+se_run_kernel(const se_kspec *ks, const double *a, const double *b, double *out)
+{
+	int			nd = ks->ndims, no = ks->n_out, last = nd - 1;
+	int64_t		idx[SE_MAXDIMS] = {0};
+	int64_t		oa = 0, ob = 0;
+	int64_t		n_in = nd > 0 ? ks->dims[last] : 1;
+	int64_t		sa_in = nd > 0 ? ks->st[0][last] : 0;
+	int64_t		sb_in = nd > 0 ? ks->st[1][last] : 0;
+
+	if (b == NULL)
+		b = a;					/* unary: strides of b are all zero */
+	if (ks->out_size == 0)
+		return;
+	if (nd == no)
+	{
+		map_fn		f = map_tab[ks->op];
+
+		for (int64_t o = 0; o < ks->out_size; o += n_in)
+		{
+			f(out + o, a + oa, sa_in, b + ob, sb_in, n_in, ks->c);
+			odometer_step(ks, idx, 0, last - 1, &oa, &ob);
+		}
+	}
+	else
+	{
+		reduce_fn	f = reduce_tab[ks->agg][ks->op];
+		double		init = ks->agg == SE_AGG_SUM ? 0.0 : ks->agg == SE_AGG_MAX ? -INFINITY : INFINITY;
+		int64_t		red_outer = n_in == 0 ? 0 : ks->red_size / n_in;
+
+		for (int64_t o = 0; o < ks->out_size; o++)
+		{
+			double		acc = init;
+			int64_t		ra = oa, rb = ob;
+
+			for (int64_t r = 0; r < red_outer; r++)
+			{
+				acc = f(a + ra, sa_in, b + rb, sb_in, n_in, acc, ks->c);
+				odometer_step(ks, idx, no, last - 1, &ra, &rb);
+			}
+			out[o] = acc;
+			odometer_step(ks, idx, 0, no - 1, &oa, &ob);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- matrix products */
+
+enum
+{
+	G_B, G_M, G_N, G_K, N_GROUPS
+};
+
+/* Collapse the loop dims of one group into one axis of size *size; per operand the dims
+ * must nest row-major in loop order. stride[x] gets operand x's stride (0 if size 1). */
+static bool
+collapse(const int64_t *dims, const int *tt, int nt, const int64_t *const *st, int nops,
+		 int64_t *size, int64_t *stride)
+{
+	*size = 1;
+	for (int x = 0; x < nops; x++)
+		stride[x] = 0;
+	for (int j = 0; j < nt; j++)
+	{
+		int			t = tt[j];
+
+		for (int x = 0; x < nops; x++)
+		{
+			if (j > 0 && st[x][tt[j - 1]] != st[x][t] * dims[t])
+				return false;
+			stride[x] = st[x][t];
+		}
+		*size *= dims[t];
+	}
+	return true;
+}
+
+bool
+se_kspec_gemm(const se_kspec *ks, se_gemm *g)
+{
+	int			tt[N_GROUPS][SE_MAXDIMS], nt[N_GROUPS] = {0};
+	int64_t		oc[SE_MAXDIMS], step = 1;
+	const int64_t *ops[3] = {ks->st[0], ks->st[1], oc};
+	int64_t		s[3];
+
+	if (ks->op != OP_mul || ks->agg != SE_AGG_SUM || ks->arity != 2 || ks->out_size == 0)
+		return false;
+	for (int t = ks->n_out - 1; t >= 0; t--)
+	{
+		oc[t] = step;
+		step *= ks->dims[t];
+	}
+	for (int t = ks->n_out; t < ks->ndims; t++)
+		oc[t] = 0;
+	for (int t = 0; t < ks->ndims; t++)
+	{
+		bool		in_a = ks->st[0][t] != 0, in_b = ks->st[1][t] != 0;
+		int			grp;
+
+		if (ks->dims[t] == 0)
+			return false;
+		if (ks->dims[t] == 1)
+			continue;
+		if (t < ks->n_out)
+			grp = in_a && in_b ? G_B : in_a ? G_M : in_b ? G_N : -1;
+		else
+			grp = in_a && in_b ? G_K : -1;
+		if (grp < 0)
+			return false;		/* a broadcast output or a one-sided reduction */
+		tt[grp][nt[grp]++] = t;
+	}
+	memset(g, 0, sizeof(*g));
+	if (!collapse(ks->dims, tt[G_B], nt[G_B], ops, 3, &g->batch, s))
+		return false;
+	g->a_b = s[0], g->b_b = s[1], g->c_b = s[2];
+	if (!collapse(ks->dims, tt[G_M], nt[G_M], (const int64_t *const[]) {ops[0], ops[2]}, 2, &g->m, s))
+		return false;
+	g->a_m = s[0], g->c_m = s[1];
+	if (!collapse(ks->dims, tt[G_N], nt[G_N], (const int64_t *const[]) {ops[1], ops[2]}, 2, &g->n, s))
+		return false;
+	g->b_n = s[0], g->c_n = s[1];
+	if (!collapse(ks->dims, tt[G_K], nt[G_K], ops, 2, &g->k, s))
+		return false;
+	g->a_k = s[0], g->b_k = s[1];
+	return true;
+}
+
+SE_VECTORIZED void
+se_axpy(int64_t n, double x, const double *w, double *y)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] += x * w[i];
+}
+
+SE_VECTORIZED static double
+dot(int64_t n, const double *a, int64_t sa, const double *b, int64_t sb)
+{
+	double		s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+	int64_t		i = 0;
+
+	if (sa == 1 && sb == 1)
+	{
+		for (; i + 4 <= n; i += 4)
+		{
+			s0 += a[i] * b[i];
+			s1 += a[i + 1] * b[i + 1];
+			s2 += a[i + 2] * b[i + 2];
+			s3 += a[i + 3] * b[i + 3];
+		}
+		for (; i < n; i++)
+			s0 += a[i] * b[i];
+		return (s0 + s1) + (s2 + s3);
+	}
+	for (; i < n; i++)
+		s0 += a[i * sa] * b[i * sb];
+	return s0;
+}
+
+void
+se_gemm_run(const se_gemm *g, const double *a, const double *b, double *c)
+{
+	for (int64_t p = 0; p < g->batch; p++)
+	{
+		const double *ap = a + p * g->a_b, *bp = b + p * g->b_b;
+		double	   *cp = c + p * g->c_b;
+
+		if (g->c_n == 1 && g->b_n == 1 && g->n > 1)
+		{
+			/* rows of the output are sums of contiguous rows of b */
+			for (int64_t i = 0; i < g->m; i++)
+			{
+				double	   *row = cp + i * g->c_m;
+
+				memset(row, 0, sizeof(double) * g->n);
+				for (int64_t k = 0; k < g->k; k++)
+					se_axpy(g->n, ap[i * g->a_m + k * g->a_k], bp + k * g->b_k, row);
+			}
+		}
+		else
+		{
+			for (int64_t i = 0; i < g->m; i++)
+				for (int64_t j = 0; j < g->n; j++)
+					cp[i * g->c_m + j * g->c_n] = dot(g->k, ap + i * g->a_m, g->a_k,
+													  bp + j * g->b_n, g->b_k);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- element-wise aggregates */
+
+SE_VECTORIZED void
+se_vagg_update(int agg, double *acc, const double *x, int64_t n)
+{
+	if (agg == SE_AGG_SUM)
+		for (int64_t i = 0; i < n; i++)
+			acc[i] += x[i];
+	else if (agg == SE_AGG_MAX)
+		for (int64_t i = 0; i < n; i++)
+			SE_STEP_MAX(acc[i], x[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			SE_STEP_MIN(acc[i], x[i]);
+}

@@ -1,0 +1,93 @@
+/*
+ * se_kernel: the kernel and gather specs of sparse_einsum/kernels/spec.py and the loops
+ * that run them, shared by the PostgreSQL and the DuckDB extension.
+ *
+ * Engine-neutral: nothing here allocates, and a parse error is returned as text for the
+ * engine to raise through its own error API.
+ *
+ *   kernel spec  OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+ *   gather spec  SIZE;DN0,...;SN0,...;DS0,...;SS0,...
+ */
+#ifndef SE_KERNEL_H
+#define SE_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SE_MAXDIMS 32
+#define SE_ERRLEN 256
+
+/* Hot loops get an AVX2/FMA clone next to the portable one; the loader picks by CPU. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define SE_VECTORIZED __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SE_VECTORIZED
+#endif
+
+enum
+{
+	SE_AGG_SUM, SE_AGG_MAX, SE_AGG_MIN
+};
+
+/* max/min propagate NaN like NumPy */
+#define SE_STEP_MAX(acc, v) do { if ((v) > (acc) || (v) != (v)) (acc) = (v); } while (0)
+#define SE_STEP_MIN(acc, v) do { if ((v) < (acc) || (v) != (v)) (acc) = (v); } while (0)
+
+typedef struct se_kspec
+{
+	int			op, agg, n_out, ndims, arity;
+	double		c;
+	int64_t		dims[SE_MAXDIMS];
+	int64_t		st[2][SE_MAXDIMS];	/* strides per input (zeros for a missing b) */
+	int64_t		out_size, red_size;
+	int64_t		need[2];		/* minimal input lengths */
+} se_kspec;
+
+/*
+ * A kernel that is one (batched) matrix product: out[b,m,n] = sum_k a[b,m,k] * b[b,k,n],
+ * each of b, m, n, k one strided axis per operand (strides 0 where a size is 1).
+ */
+typedef struct se_gemm
+{
+	int64_t		batch, m, n, k;
+	int64_t		a_b, a_m, a_k;
+	int64_t		b_b, b_k, b_n;
+	int64_t		c_b, c_m, c_n;
+} se_gemm;
+
+typedef struct se_gspec
+{
+	int64_t		size, positions, sub_size;
+	int			nn, ns;
+	int64_t		dn[SE_MAXDIMS], sn[SE_MAXDIMS], ds[SE_MAXDIMS], ss[SE_MAXDIMS];
+} se_gspec;
+
+/* Parse a kernel spec of `len` bytes; false with a message in err on a bad spec. */
+bool		se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err);
+
+/* out[o] = AGG_r OP(a[..], b[..]) for one tuple (b NULL for a unary spec). */
+void		se_run_kernel(const se_kspec *ks, const double *a, const double *b, double *out);
+
+/* Whether the kernel is a matrix product; fills g. */
+bool		se_kspec_gemm(const se_kspec *ks, se_gemm *g);
+
+/* A matrix product without BLAS: axpy over contiguous rows of b where it can. */
+void		se_gemm_run(const se_gemm *g, const double *a, const double *b, double *c);
+
+/* y[0..n) += x * w[0..n) */
+void		se_axpy(int64_t n, double x, const double *w, double *y);
+
+/* Element-wise acc[i] = AGG(acc[i], x[i]). */
+void		se_vagg_update(int agg, double *acc, const double *x, int64_t n);
+
+/* Parse a gather spec; false with a message in err. */
+bool		se_parse_gspec(const char *spec, size_t len, se_gspec *g, char *err);
+
+/* Flat offset of each element of a sub-tensor (sub_size entries). */
+void		se_gspec_suboffsets(const se_gspec *g, int64_t *out);
+
+/* Flat offset of the sub-tensor at position pos (0 <= pos < positions). */
+int64_t		se_gspec_base(const se_gspec *g, int64_t pos);
+
+#endif

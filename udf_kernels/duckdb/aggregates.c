@@ -1,0 +1,440 @@
+/*
+ * Aggregates over DOUBLE[] values.
+ *
+ *   se_vsum(v), se_vmax(v), se_vmin(v)   element-wise SUM / MAX / MIN (NaN propagates)
+ *   se_wsum(w, v)                        element-wise SUM of w * v, without forming w * v
+ *   se_stack(gspec, val, pos)            scatters each sub-tensor val (DOUBLE[] or DOUBLE)
+ *                                        to position pos of a zero tensor of SIZE elements
+ *
+ * A group's state is one array allocated on its first row (never per row), outside
+ * DuckDB's buffer manager: it cannot spill, so the planner bounds groups x state size.
+ * Combine adds states, so parallel aggregation works. NULL values are skipped (a NULL
+ * sub-tensor of se_stack is all zeros); an empty group gives NULL.
+ */
+#include "se_duckdb.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct vagg_info
+{
+	const char *name;
+	int			agg;
+	bool		weighted;		/* se_wsum: column 0 is the weight */
+} vagg_info;
+
+static const vagg_info VSUM = {"se_vsum", SE_AGG_SUM, false};
+static const vagg_info VMAX = {"se_vmax", SE_AGG_MAX, false};
+static const vagg_info VMIN = {"se_vmin", SE_AGG_MIN, false};
+static const vagg_info WSUM = {"se_wsum", SE_AGG_SUM, true};
+
+/* Report an error through DuckDB (raised when the callback returns). */
+static void
+agg_error(duckdb_function_info info, const char *fmt,...)
+{
+	char		msg[SE_ERRLEN + 128];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	duckdb_aggregate_function_set_error(info, msg);
+}
+
+#define FAIL(...) do { agg_error(__VA_ARGS__); return; } while (0)
+
+/* Append `count` arrays (NULL data: a NULL row) to a DOUBLE[] result from row offset on. */
+static bool
+write_lists(duckdb_function_info info, duckdb_vector result, idx_t count, idx_t offset,
+			double *const *data, const int64_t *lens)
+{
+	idx_t		total = 0, base, pos;
+	double	   *out;
+	duckdb_list_entry *entries;
+
+	for (idx_t i = 0; i < count; i++)
+		total += data[i] ? (idx_t) lens[i] : 0;
+	out = se_list_reserve(result, total, &base);
+	if (out == NULL)
+	{
+		agg_error(info, "cannot allocate a result of %llu doubles", (unsigned long long) total);
+		return false;
+	}
+	entries = (duckdb_list_entry *) duckdb_vector_get_data(result);
+	pos = base;
+	for (idx_t i = 0; i < count; i++)
+	{
+		entries[offset + i].offset = pos;
+		entries[offset + i].length = data[i] ? (idx_t) lens[i] : 0;
+		if (data[i] == NULL)
+		{
+			duckdb_vector_ensure_validity_writable(result);
+			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(result), offset + i);
+			continue;
+		}
+		memcpy(out + (pos - base), data[i], sizeof(double) * (size_t) lens[i]);
+		pos += (idx_t) lens[i];
+	}
+	se_list_done(result, pos);
+	return true;
+}
+
+/* ---------------------------------------------------------------- se_vsum / se_vmax / se_vmin / se_wsum */
+
+typedef struct vstate
+{
+	double	   *v;
+	int64_t		len;
+} vstate;
+
+static idx_t
+vstate_size(duckdb_function_info info)
+{
+	(void) info;
+	return sizeof(vstate);
+}
+
+static void
+vstate_init(duckdb_function_info info, duckdb_aggregate_state state)
+{
+	(void) info;
+	memset(state, 0, sizeof(vstate));
+}
+
+static void
+vstate_destroy(duckdb_aggregate_state *states, idx_t count)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		vstate	   *st = (vstate *) states[i];
+
+		free(st->v);
+		st->v = NULL;
+	}
+}
+
+/* A new state array holding x (or w * x); false when out of memory. */
+static bool
+vstate_start(vstate *st, const double *x, int64_t len, const double *w)
+{
+	st->v = (double *) malloc(sizeof(double) * (size_t) (len > 0 ? len : 1));
+	if (st->v == NULL)
+		return false;
+	st->len = len;
+	if (w)
+		for (int64_t i = 0; i < len; i++)
+			st->v[i] = *w * x[i];
+	else
+		memcpy(st->v, x, sizeof(double) * (size_t) len);
+	return true;
+}
+
+static void
+vagg_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states)
+{
+	const vagg_info *ai = (const vagg_info *) duckdb_aggregate_function_get_extra_info(info);
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	se_arg		w, x;
+
+	if (ai->weighted)
+		se_arg_init(&w, input, 0, false);
+	se_arg_init(&x, input, ai->weighted ? 1 : 0, true);
+	for (idx_t row = 0; row < n; row++)
+	{
+		vstate	   *st = (vstate *) states[row];
+		const double *xv, *wv = NULL;
+		int64_t		len, one;
+		bool		bad = false;
+
+		if (!se_arg_row(&x, row, &xv, &len, &bad) || (ai->weighted && !se_arg_row(&w, row, &wv, &one, &bad)))
+			continue;
+		if (bad)
+			FAIL(info, "%s: an array contains NULL elements", ai->name);
+		if (st->v == NULL)
+		{
+			if (!vstate_start(st, xv, len, wv))
+				FAIL(info, "%s: out of memory for a state of %lld doubles", ai->name, (long long) len);
+			continue;
+		}
+		if (st->len != len)
+			FAIL(info, "%s: arrays in one group must have the same length (%lld and %lld)",
+							 ai->name, (long long) st->len, (long long) len);
+		if (wv)
+			se_axpy(len, *wv, xv, st->v);
+		else
+			se_vagg_update(ai->agg, st->v, xv, len);
+	}
+}
+
+static void
+vagg_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target,
+			 idx_t count)
+{
+	const vagg_info *ai = (const vagg_info *) duckdb_aggregate_function_get_extra_info(info);
+
+	for (idx_t i = 0; i < count; i++)
+	{
+		vstate	   *s = (vstate *) source[i], *t = (vstate *) target[i];
+
+		if (s->v == NULL)
+			continue;
+		if (t->v == NULL)
+		{
+			if (!vstate_start(t, s->v, s->len, NULL))
+				FAIL(info, "%s: out of memory for a state of %lld doubles", ai->name, (long long) s->len);
+			continue;
+		}
+		if (t->len != s->len)
+			FAIL(info, "%s: arrays in one group must have the same length (%lld and %lld)",
+							 ai->name, (long long) t->len, (long long) s->len);
+		se_vagg_update(ai->agg, t->v, s->v, s->len);
+	}
+}
+
+/* The arrays of the states (vstate, or a state that begins with one) as DOUBLE[] rows. */
+static void
+array_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_vector result,
+			   idx_t count, idx_t offset)
+{
+	for (idx_t done = 0; done < count;)
+	{
+		double	   *data[64];
+		int64_t		lens[64];
+		idx_t		m = count - done < 64 ? count - done : 64;
+
+		for (idx_t i = 0; i < m; i++)
+		{
+			data[i] = ((vstate *) source[done + i])->v;
+			lens[i] = ((vstate *) source[done + i])->len;
+		}
+		if (!write_lists(info, result, m, offset + done, data, lens))
+			return;
+		done += m;
+	}
+}
+
+/* ---------------------------------------------------------------- se_stack */
+
+typedef struct sstate
+{
+	vstate		array;			/* SIZE elements (first: finalize reads states as vstate) */
+	char	   *spec;			/* the group's spec text, to check it does not change */
+	uint32_t	spec_len;
+} sstate;
+
+static idx_t
+sstate_size(duckdb_function_info info)
+{
+	(void) info;
+	return sizeof(sstate);
+}
+
+static void
+sstate_init(duckdb_function_info info, duckdb_aggregate_state state)
+{
+	(void) info;
+	memset(state, 0, sizeof(sstate));
+}
+
+static void
+sstate_destroy(duckdb_aggregate_state *states, idx_t count)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		sstate	   *st = (sstate *) states[i];
+
+		free(st->array.v);
+		free(st->spec);
+		st->array.v = NULL;
+		st->spec = NULL;
+	}
+}
+
+static bool
+sstate_start(sstate *st, int64_t size, const char *spec, uint32_t spec_len)
+{
+	st->array.v = (double *) calloc((size_t) (size > 0 ? size : 1), sizeof(double));
+	st->spec = (char *) malloc(spec_len + 1);
+	if (st->array.v == NULL || st->spec == NULL)
+		return false;
+	st->array.len = size;
+	memcpy(st->spec, spec, spec_len);
+	st->spec[spec_len] = '\0';
+	st->spec_len = spec_len;
+	return true;
+}
+
+static void
+stack_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states)
+{
+	const bool *val_is_list = (const bool *) duckdb_aggregate_function_get_extra_info(info);
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	se_arg		val;
+	const int64_t *pos = (const int64_t *) duckdb_vector_get_data(duckdb_data_chunk_get_vector(input, 2));
+	uint64_t   *pos_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 2));
+	uint64_t   *spec_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 0));
+	const char *spec = NULL;
+	uint32_t	spec_len = 0;
+	se_gspec	g;
+	int64_t    *suboff = NULL;
+	char		err[SE_ERRLEN];
+
+	se_arg_init(&val, input, 1, *val_is_list);
+	for (idx_t row = 0; row < n; row++)
+	{
+		sstate	   *st = (sstate *) states[row];
+		const char *text;
+		uint32_t	len;
+		const double *x;
+		int64_t		xlen, base;
+		bool		bad = false;
+
+		if (spec_valid && !duckdb_validity_row_is_valid(spec_valid, row))
+			continue;
+		se_text(input, 0, row, &text, &len);
+		if (spec == NULL || len != spec_len || memcmp(text, spec, len) != 0)
+		{
+			free(suboff);
+			suboff = NULL;
+			if (!se_parse_gspec(text, len, &g, err))
+				FAIL(info, "se_stack: invalid gather spec \"%.*s\": %s", (int) len, text, err);
+			suboff = (int64_t *) malloc(sizeof(int64_t) * (size_t) (g.sub_size > 0 ? g.sub_size : 1));
+			if (suboff == NULL)
+				FAIL(info, "se_stack: out of memory");
+			se_gspec_suboffsets(&g, suboff);
+			spec = text;
+			spec_len = len;
+		}
+		if (st->array.v == NULL && !sstate_start(st, g.size, text, len))
+		{
+			free(suboff);
+			FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) g.size);
+		}
+		if (st->spec_len != len || memcmp(st->spec, text, len) != 0)
+		{
+			agg_error(info, "se_stack: the spec changes within a group (\"%s\" and \"%.*s\")", st->spec, (int) len, text);
+			break;
+		}
+		if (!se_arg_row(&val, row, &x, &xlen, &bad))
+			continue;			/* an all-zero sub-tensor */
+		if (bad || (pos_valid && !duckdb_validity_row_is_valid(pos_valid, row)))
+		{
+			agg_error(info, "se_stack: %s is NULL", bad ? "an element of val" : "pos");
+			break;
+		}
+		if (xlen != g.sub_size)
+		{
+			agg_error(info, "se_stack: val has %lld elements but spec \"%s\" has sub-tensors of %lld",
+					  (long long) xlen, st->spec, (long long) g.sub_size);
+			break;
+		}
+		if (pos[row] < 0 || pos[row] >= g.positions)
+		{
+			agg_error(info, "se_stack: position %lld out of range 0..%lld of spec \"%s\"",
+					  (long long) pos[row], (long long) g.positions - 1, st->spec);
+			break;
+		}
+		base = se_gspec_base(&g, pos[row]);
+		for (int64_t e = 0; e < xlen; e++)
+			st->array.v[base + suboff[e]] = x[e];
+	}
+	free(suboff);
+}
+
+static void
+stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target,
+			  idx_t count)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		sstate	   *s = (sstate *) source[i], *t = (sstate *) target[i];
+
+		if (s->array.v == NULL)
+			continue;
+		if (t->array.v == NULL)
+		{
+			if (!sstate_start(t, s->array.len, s->spec, s->spec_len))
+				FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) s->array.len);
+			memcpy(t->array.v, s->array.v, sizeof(double) * (size_t) s->array.len);
+			continue;
+		}
+		if (t->spec_len != s->spec_len || memcmp(t->spec, s->spec, s->spec_len) != 0)
+			FAIL(info, "se_stack: the spec changes within a group (\"%s\" and \"%s\")", t->spec, s->spec);
+		/* positions of one group are disjoint; what one state did not write is zero */
+		se_vagg_update(SE_AGG_SUM, t->array.v, s->array.v, s->array.len);
+	}
+}
+
+/* ---------------------------------------------------------------- registration */
+
+typedef struct agg_def
+{
+	duckdb_aggregate_state_size size;
+	duckdb_aggregate_init_t init;
+	duckdb_aggregate_update_t update;
+	duckdb_aggregate_combine_t combine;
+	duckdb_aggregate_finalize_t finalize;
+	duckdb_aggregate_destroy_t destroy;
+} agg_def;
+
+static const agg_def VAGG = {vstate_size, vstate_init, vagg_update, vagg_combine, array_finalize, vstate_destroy};
+static const agg_def STACK = {sstate_size, sstate_init, stack_update, stack_combine, array_finalize, sstate_destroy};
+
+/* One overload: parameters are DOUBLE (0), DOUBLE[] (1) or VARCHAR (2), BIGINT (3). */
+static bool
+add_overload(duckdb_aggregate_function_set set, const char *name, const agg_def *def,
+			 const int *params, int nparams, const void *extra)
+{
+	duckdb_aggregate_function f = duckdb_create_aggregate_function();
+	duckdb_logical_type ret = se_type(true);
+	bool		ok;
+
+	duckdb_aggregate_function_set_name(f, name);
+	for (int k = 0; k < nparams; k++)
+	{
+		duckdb_logical_type t = params[k] < 2 ? se_type(params[k] == 1) :
+			duckdb_create_logical_type(params[k] == 2 ? DUCKDB_TYPE_VARCHAR : DUCKDB_TYPE_BIGINT);
+
+		duckdb_aggregate_function_add_parameter(f, t);
+		duckdb_destroy_logical_type(&t);
+	}
+	duckdb_aggregate_function_set_return_type(f, ret);
+	duckdb_aggregate_function_set_functions(f, def->size, def->init, def->update, def->combine, def->finalize);
+	duckdb_aggregate_function_set_destructor(f, def->destroy);
+	duckdb_aggregate_function_set_extra_info(f, (void *) extra, NULL);
+	ok = duckdb_add_aggregate_function_to_set(set, f) == DuckDBSuccess;
+	duckdb_destroy_logical_type(&ret);
+	duckdb_destroy_aggregate_function(&f);
+	return ok;
+}
+
+static const bool IS_LIST = true, IS_SCALAR = false;
+
+bool
+se_register_aggregates(duckdb_connection con)
+{
+	static const int vec[] = {1}, wvec[] = {0, 1}, stack_list[] = {2, 1, 3}, stack_scalar[] = {2, 0, 3};
+	const vagg_info *vaggs[] = {&VSUM, &VMAX, &VMIN, &WSUM};
+	bool		ok = true;
+
+	for (int i = 0; i < 4; i++)
+	{
+		duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set(vaggs[i]->name);
+
+		ok = ok && add_overload(set, vaggs[i]->name, &VAGG, vaggs[i]->weighted ? wvec : vec,
+								vaggs[i]->weighted ? 2 : 1, vaggs[i]);
+		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
+		duckdb_destroy_aggregate_function_set(&set);
+	}
+	{
+		duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set("se_stack");
+
+		ok = ok && add_overload(set, "se_stack", &STACK, stack_list, 3, &IS_LIST);
+		ok = ok && add_overload(set, "se_stack", &STACK, stack_scalar, 3, &IS_SCALAR);
+		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
+		duckdb_destroy_aggregate_function_set(&set);
+	}
+	return ok;
+}

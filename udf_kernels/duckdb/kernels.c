@@ -1,0 +1,513 @@
+/*
+ * Per-tuple kernels (KernelSpec, sparse_einsum/kernels/spec.py) and se_take (GatherSpec).
+ *
+ *   se_kernel1(spec, a), se_kernel2(spec, a, b)   DOUBLE[] result
+ *   se_value1(spec, a),  se_value2(spec, a, b)    the one element of the result, as DOUBLE
+ *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all zero
+ *
+ * a and b are DOUBLE[] or DOUBLE (a one-element input). The spec is parsed once per
+ * chunk. A matrix product runs as one (when the matrix is the same value for a run of
+ * rows, as a one-tuple table joined to every row is, the rows are done four at a time
+ * against it, skipping rows of it that only meet zeros); other specs run the strided
+ * loop. NULL inputs give NULL.
+ */
+#include "se_duckdb.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kernel_info
+{
+	const char *name;
+	int			arity;
+	bool		lists[2];		/* which arguments are DOUBLE[] */
+	bool		value;			/* DOUBLE result (se_value*) */
+} kernel_info;
+
+static void
+fn_error(duckdb_function_info info, const char *fmt,...)
+{
+	char		msg[2 * SE_ERRLEN];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	duckdb_scalar_function_set_error(info, msg);
+}
+
+#define FAIL(...) do { fn_error(__VA_ARGS__); return; } while (0)
+
+static void
+set_null(duckdb_vector output, idx_t row)
+{
+	duckdb_vector_ensure_validity_writable(output);
+	duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+}
+
+/* The run of rows from `row` whose spec text (column 0) is the same non-NULL text. */
+static idx_t
+spec_run(duckdb_data_chunk input, idx_t row, idx_t n, const char **text, uint32_t *len)
+{
+	uint64_t   *valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 0));
+	idx_t		end = row + 1;
+
+	if (valid && !duckdb_validity_row_is_valid(valid, row))
+	{
+		*text = NULL;
+		return end;
+	}
+	se_text(input, 0, row, text, len);
+	for (; end < n; end++)
+	{
+		const char *t;
+		uint32_t	l;
+
+		if (valid && !duckdb_validity_row_is_valid(valid, end))
+			break;
+		se_text(input, 0, end, &t, &l);
+		if (l != *len || memcmp(t, *text, l) != 0)
+			break;
+	}
+	return end;
+}
+
+/* ---------------------------------------------------------------- vector x shared matrix */
+
+typedef double v4d __attribute__((vector_size(32)));
+
+/* unaligned loads and stores of four doubles (macros: no vector-typed calls) */
+#define load4(p) ({ v4d v_; memcpy(&v_, (p), sizeof(v_)); v_; })
+#define store4(p, v) do { v4d v_ = (v); memcpy((p), &v_, sizeof(v_)); } while (0)
+
+/*
+ * y_r[j] = sum_k x_r[k * sx] * w[k * sw + j] for four rows r at once: eight columns at a
+ * time held in registers, each element of w loaded once for the four rows. A row k of w
+ * is skipped where the four x are zero and finite[k] says it holds no inf or NaN (0 * inf
+ * is NaN, as in NumPy).
+ */
+SE_VECTORIZED static void
+vecmat4(int64_t nk, int64_t nj, const double *const *x, int64_t sx, const double *w, int64_t sw,
+		const bool *finite, double *const *y)
+{
+	const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+	int64_t		j = 0;
+
+	for (; j + 8 <= nj; j += 8)
+	{
+		v4d			a0 = {0}, b0 = {0}, a1 = {0}, b1 = {0}, a2 = {0}, b2 = {0}, a3 = {0}, b3 = {0};
+
+		for (int64_t k = 0; k < nk; k++)
+		{
+			const double c0 = x0[k * sx], c1 = x1[k * sx], c2 = x2[k * sx], c3 = x3[k * sx];
+			v4d			w0, w1;
+
+			if (c0 == 0.0 && c1 == 0.0 && c2 == 0.0 && c3 == 0.0 && finite[k])
+				continue;
+			w0 = load4(w + k * sw + j);
+			w1 = load4(w + k * sw + j + 4);
+			a0 += c0 * w0;
+			b0 += c0 * w1;
+			a1 += c1 * w0;
+			b1 += c1 * w1;
+			a2 += c2 * w0;
+			b2 += c2 * w1;
+			a3 += c3 * w0;
+			b3 += c3 * w1;
+		}
+		store4(y[0] + j, a0);
+		store4(y[0] + j + 4, b0);
+		store4(y[1] + j, a1);
+		store4(y[1] + j + 4, b1);
+		store4(y[2] + j, a2);
+		store4(y[2] + j + 4, b2);
+		store4(y[3] + j, a3);
+		store4(y[3] + j + 4, b3);
+	}
+	for (; j < nj; j++)
+	{
+		double		s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+
+		for (int64_t k = 0; k < nk; k++)
+		{
+			const double wk = w[k * sw + j];
+
+			s0 += x0[k * sx] * wk;
+			s1 += x1[k * sx] * wk;
+			s2 += x2[k * sx] * wk;
+			s3 += x3[k * sx] * wk;
+		}
+		y[0][j] = s0;
+		y[1][j] = s1;
+		y[2][j] = s2;
+		y[3][j] = s3;
+	}
+}
+
+static void
+vecmat1(int64_t nk, int64_t nj, const double *x, int64_t sx, const double *w, int64_t sw,
+		const bool *finite, double *y)
+{
+	memset(y, 0, sizeof(double) * nj);
+	for (int64_t k = 0; k < nk; k++)
+		if (x[k * sx] != 0.0 || !finite[k])
+			se_axpy(nj, x[k * sx], w + k * sw, y);
+}
+
+/*
+ * Rows [lo, hi) whose b is one matrix: out = a_r (a vector) x b, the kernel being
+ * se_gemm g with batch 1, m 1 and unit n strides.
+ */
+static bool
+vecmat_rows(const se_gemm *g, const double *const *a, const double *b, double *const *out,
+			idx_t lo, idx_t hi)
+{
+	bool	   *finite = (bool *) malloc((size_t) (g->k > 0 ? g->k : 1));
+	idx_t		r = lo;
+
+	if (finite == NULL)
+		return false;
+	for (int64_t k = 0; k < g->k; k++)
+	{
+		const double *wk = b + k * g->b_k;
+		double		s = 0.0;
+
+		for (int64_t j = 0; j < g->n; j++)
+			s += wk[j] * 0.0;	/* NaN exactly when the row holds inf or NaN */
+		finite[k] = s == 0.0;
+	}
+	for (; r + 4 <= hi; r += 4)
+		vecmat4(g->k, g->n, a + r, g->a_k, b, g->b_k, finite, out + r);
+	for (; r < hi; r++)
+		vecmat1(g->k, g->n, a[r], g->a_k, b, g->b_k, finite, out[r]);
+	free(finite);
+	return true;
+}
+
+/* ---------------------------------------------------------------- se_kernel / se_value */
+
+/* Rows [lo, hi) under one parsed spec: inputs checked, outputs computed. */
+static bool
+kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks, const char *text,
+			uint32_t len, const se_arg *args, duckdb_vector output, idx_t lo, idx_t hi)
+{
+	const double **a = (const double **) calloc(hi, sizeof(double *));
+	const double **b = (const double **) calloc(hi, sizeof(double *));
+	double	  **out = (double **) calloc(hi, sizeof(double *));
+	double	   *data;
+	idx_t		base = 0;
+	duckdb_list_entry *entries = NULL;
+	se_gemm		g;
+	bool		ok = false;
+
+	if (a == NULL || b == NULL || out == NULL)
+	{
+		fn_error(info, "%s: out of memory", ki->name);
+		goto done;
+	}
+	if (ki->value)
+		data = (double *) duckdb_vector_get_data(output);
+	else
+	{
+		data = se_list_reserve(output, (hi - lo) * (idx_t) ks->out_size, &base);
+		entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+		if (data == NULL)
+		{
+			fn_error(info, "%s: cannot allocate %llu result elements", ki->name,
+					 (unsigned long long) ((hi - lo) * (idx_t) ks->out_size));
+			goto done;
+		}
+	}
+	for (idx_t row = lo; row < hi; row++)
+	{
+		const double *in[2] = {NULL, NULL};
+		bool		valid = true, bad = false;
+
+		for (int k = 0; k < ki->arity; k++)
+		{
+			int64_t		n;
+
+			if (!se_arg_row(&args[k], row, &in[k], &n, &bad))
+			{
+				valid = false;
+				break;
+			}
+			if (bad)
+			{
+				fn_error(info, "%s: input %s contains NULL elements", ki->name, k ? "b" : "a");
+				goto done;
+			}
+			if (n < ks->need[k])
+			{
+				fn_error(info, "%s: input %s has %lld elements but spec \"%.*s\" reads %lld", ki->name,
+						 k ? "b" : "a", (long long) n, (int) len, text, (long long) ks->need[k]);
+				goto done;
+			}
+		}
+		if (ki->value)
+			out[row] = data + row;
+		else
+		{
+			entries[row].offset = base + (row - lo) * (idx_t) ks->out_size;
+			entries[row].length = valid ? (idx_t) ks->out_size : 0;
+			out[row] = data + (row - lo) * ks->out_size;
+		}
+		if (!valid)
+		{
+			set_null(output, row);
+			continue;
+		}
+		a[row] = in[0];
+		b[row] = in[1];
+	}
+	if (se_kspec_gemm(ks, &g) && g.batch == 1 && g.m == 1 && g.n > 1 && g.b_n == 1 && g.c_n == 1)
+	{
+		/* vector x matrix: runs of rows sharing the matrix go four at a time */
+		for (idx_t row = lo; row < hi;)
+		{
+			idx_t		end = row + 1;
+
+			if (a[row] == NULL)
+			{
+				row++;
+				continue;
+			}
+			while (end < hi && a[end] != NULL && b[end] == b[row])
+				end++;
+			if (end - row >= 4)
+			{
+				if (!vecmat_rows(&g, a, b[row], out, row, end))
+				{
+					fn_error(info, "%s: out of memory", ki->name);
+					goto done;
+				}
+			}
+			else
+				for (idx_t r = row; r < end; r++)
+					se_gemm_run(&g, a[r], b[r], out[r]);
+			row = end;
+		}
+	}
+	else
+	{
+		bool		gemm = se_kspec_gemm(ks, &g);
+
+		for (idx_t row = lo; row < hi; row++)
+			if (a[row] != NULL)
+			{
+				if (gemm)
+					se_gemm_run(&g, a[row], b[row], out[row]);
+				else
+					se_run_kernel(ks, a[row], b[row], out[row]);
+			}
+	}
+	if (!ki->value)
+		se_list_done(output, base + (hi - lo) * (idx_t) ks->out_size);
+	ok = true;
+done:
+	free(a);
+	free(b);
+	free(out);
+	return ok;
+}
+
+static void
+kernel_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	const kernel_info *ki = (const kernel_info *) duckdb_scalar_function_get_extra_info(info);
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	se_arg		args[2];
+	se_kspec	ks;
+	char		err[SE_ERRLEN];
+
+	for (int k = 0; k < ki->arity; k++)
+		se_arg_init(&args[k], input, 1 + k, ki->lists[k]);
+	for (idx_t row = 0; row < n;)
+	{
+		const char *text;
+		uint32_t	len;
+		idx_t		end = spec_run(input, row, n, &text, &len);
+
+		if (text == NULL)
+		{
+			set_null(output, row);
+			if (!ki->value)
+				((duckdb_list_entry *) duckdb_vector_get_data(output))[row].length = 0;
+			row = end;
+			continue;
+		}
+		if (!se_parse_kspec(text, len, &ks, err))
+			FAIL(info, "%s: invalid kernel spec \"%.*s\": %s", ki->name, (int) len, text, err);
+		if (ks.arity != ki->arity)
+			FAIL(info, "%s: spec \"%.*s\" is for %d input(s), %s takes %d", ki->name,
+							(int) len, text, ks.arity, ki->name, ki->arity);
+		if (ki->value && ks.out_size != 1)
+			FAIL(info, "%s: spec \"%.*s\" has %lld outputs; %s returns one", ki->name,
+							(int) len, text, (long long) ks.out_size, ki->name);
+		if (!kernel_rows(info, ki, &ks, text, len, args, output, row, end))
+			return;
+		row = end;
+	}
+}
+
+/* ---------------------------------------------------------------- se_take */
+
+static void
+take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	se_arg		a;
+	const int64_t *pos = (const int64_t *) duckdb_vector_get_data(duckdb_data_chunk_get_vector(input, 2));
+	uint64_t   *pos_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 2));
+	char		err[SE_ERRLEN];
+
+	se_arg_init(&a, input, 1, true);
+	for (idx_t row = 0; row < n;)
+	{
+		const char *text;
+		uint32_t	len;
+		idx_t		end = spec_run(input, row, n, &text, &len), base;
+		se_gspec	g;
+		int64_t    *suboff;
+		double	   *data;
+		duckdb_list_entry *entries;
+
+		if (text == NULL)
+		{
+			set_null(output, row);
+			((duckdb_list_entry *) duckdb_vector_get_data(output))[row].length = 0;
+			row = end;
+			continue;
+		}
+		if (!se_parse_gspec(text, len, &g, err))
+			FAIL(info, "se_take: invalid gather spec \"%.*s\": %s", (int) len, text, err);
+		suboff = (int64_t *) malloc(sizeof(int64_t) * (size_t) (g.sub_size > 0 ? g.sub_size : 1));
+		data = se_list_reserve(output, (end - row) * (idx_t) g.sub_size, &base);
+		if (suboff == NULL || data == NULL)
+		{
+			free(suboff);
+			FAIL(info, "se_take: out of memory");
+		}
+		se_gspec_suboffsets(&g, suboff);
+		entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+		for (idx_t r = row; r < end; r++)
+		{
+			const double *x;
+			int64_t		xlen;
+			bool		bad = false, nonzero = false;
+			double	   *o = data + (r - row) * g.sub_size;
+
+			entries[r].offset = base + (r - row) * (idx_t) g.sub_size;
+			entries[r].length = 0;
+			if (!se_arg_row(&a, r, &x, &xlen, &bad) || (pos_valid && !duckdb_validity_row_is_valid(pos_valid, r)))
+			{
+				set_null(output, r);
+				continue;
+			}
+			if (bad || xlen != g.size || pos[r] < 0 || pos[r] >= g.positions)
+			{
+				free(suboff);
+				if (bad)
+					FAIL(info, "se_take: a contains NULL elements");
+				if (xlen != g.size)
+					FAIL(info, "se_take: a has %lld elements but spec \"%.*s\" has SIZE %lld",
+									(long long) xlen, (int) len, text, (long long) g.size);
+				FAIL(info, "se_take: position %lld out of range 0..%lld of spec \"%.*s\"",
+								(long long) pos[r], (long long) g.positions - 1, (int) len, text);
+			}
+			x += se_gspec_base(&g, pos[r]);
+			for (int64_t e = 0; e < g.sub_size; e++)
+			{
+				o[e] = x[suboff[e]];
+				nonzero |= o[e] != 0.0;
+			}
+			if (nonzero)
+				entries[r].length = (idx_t) g.sub_size;
+			else
+				set_null(output, r);
+		}
+		free(suboff);
+		se_list_done(output, base + (end - row) * (idx_t) g.sub_size);
+		row = end;
+	}
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static const kernel_info KERNELS[] = {
+	{"se_kernel1", 1, {true, false}, false}, {"se_kernel1", 1, {false, false}, false},
+	{"se_kernel2", 2, {true, true}, false}, {"se_kernel2", 2, {true, false}, false},
+	{"se_kernel2", 2, {false, true}, false}, {"se_kernel2", 2, {false, false}, false},
+	{"se_value1", 1, {true, false}, true}, {"se_value1", 1, {false, false}, true},
+	{"se_value2", 2, {true, true}, true}, {"se_value2", 2, {true, false}, true},
+	{"se_value2", 2, {false, true}, true}, {"se_value2", 2, {false, false}, true},
+};
+
+static duckdb_scalar_function
+new_function(const char *name, duckdb_type first, const bool *lists, int nlists, duckdb_type last,
+			 bool returns_list, duckdb_scalar_function_t fn, const void *extra)
+{
+	duckdb_scalar_function f = duckdb_create_scalar_function();
+	duckdb_logical_type t = duckdb_create_logical_type(first);
+
+	duckdb_scalar_function_set_name(f, name);
+	duckdb_scalar_function_add_parameter(f, t);
+	duckdb_destroy_logical_type(&t);
+	for (int k = 0; k < nlists; k++)
+	{
+		t = se_type(lists[k]);
+		duckdb_scalar_function_add_parameter(f, t);
+		duckdb_destroy_logical_type(&t);
+	}
+	if (last != DUCKDB_TYPE_INVALID)
+	{
+		t = duckdb_create_logical_type(last);
+		duckdb_scalar_function_add_parameter(f, t);
+		duckdb_destroy_logical_type(&t);
+	}
+	t = se_type(returns_list);
+	duckdb_scalar_function_set_return_type(f, t);
+	duckdb_destroy_logical_type(&t);
+	duckdb_scalar_function_set_function(f, fn);
+	duckdb_scalar_function_set_extra_info(f, (void *) extra, NULL);
+	return f;
+}
+
+bool
+se_register_kernels(duckdb_connection con)
+{
+	const char *names[] = {"se_kernel1", "se_kernel2", "se_value1", "se_value2"};
+	static const bool take_args[] = {true};
+	bool		ok = true;
+
+	for (int s = 0; s < 4; s++)
+	{
+		duckdb_scalar_function_set set = duckdb_create_scalar_function_set(names[s]);
+
+		for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
+		{
+			const kernel_info *ki = &KERNELS[i];
+			duckdb_scalar_function f;
+
+			if (strcmp(ki->name, names[s]) != 0)
+				continue;
+			f = new_function(ki->name, DUCKDB_TYPE_VARCHAR, ki->lists, ki->arity, DUCKDB_TYPE_INVALID,
+							 !ki->value, kernel_function, ki);
+			ok = ok && duckdb_add_scalar_function_to_set(set, f) == DuckDBSuccess;
+			duckdb_destroy_scalar_function(&f);
+		}
+		ok = ok && duckdb_register_scalar_function_set(con, set) == DuckDBSuccess;
+		duckdb_destroy_scalar_function_set(&set);
+	}
+	{
+		duckdb_scalar_function f = new_function("se_take", DUCKDB_TYPE_VARCHAR, take_args, 1,
+												DUCKDB_TYPE_BIGINT, true, take_function, NULL);
+
+		ok = ok && duckdb_register_scalar_function(con, f) == DuckDBSuccess;
+		duckdb_destroy_scalar_function(&f);
+	}
+	return ok;
+}
