@@ -109,7 +109,8 @@ def aggregate_function(agg: str, expected: int) -> Callable[[pa.Array, pa.Array]
 
 
 def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
-    """Every piece of each value along the new axes, NULL where a piece is all zero."""
+    """Every piece of each value along the new axes, NULL where a piece is all +0.0 (a
+    piece of -0.0 is kept: 1 / -0.0 is -inf)."""
     base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
     offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
     index = (base[:, None] + offsets[None, :]).reshape(-1)
@@ -118,7 +119,7 @@ def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
         values = rows(values)
         pieces = values[:, index].reshape(len(values) * spec.positions, spec.sub_size) \
             if len(values) else np.zeros((0, spec.sub_size))
-        inner = list_array(pieces, mask=~np.any(pieces != 0, axis=1))
+        inner = list_array(pieces, mask=~np.any((pieces != 0) | np.signbit(pieces), axis=1))
         outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
         return pa.ListArray.from_arrays(pa.array(outer), inner)
     return apply

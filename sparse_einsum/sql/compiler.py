@@ -306,7 +306,7 @@ class Compiler:
             keys.append(f"{offset} AS {q(out.column(a))}")
         sql = self._create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
                                       "WHERE val IS NOT NULL" + ("" if spec.sub_dims else
-                                                                 " AND val <> 0"))
+                                                                 f" AND {d.nonzero('val')}"))
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"explode {self._tiling_label(rel.tensor, middle)}"))
         return out

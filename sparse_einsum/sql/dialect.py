@@ -38,6 +38,8 @@ class Dialect:
     zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
     finite_sql: ClassVar[str] = "isfinite({x})"   # neither NaN nor inf
     isnan_sql: ClassVar[str] = "isnan({x})"
+    # an exploded value that needs a tuple: anything but +0.0 (1 / -0.0 is -inf)
+    nonzero_sql: ClassVar[str] = "{x} <> 0"
 
     def __init__(self, integers: bool = False):
         self.integers = integers      # values are BIGINT (exact integers) instead of doubles
@@ -51,6 +53,9 @@ class Dialect:
     unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
+
+    def nonzero(self, x: str) -> str:
+        return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
 
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'

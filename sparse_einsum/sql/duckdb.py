@@ -65,6 +65,7 @@ class _DuckDBSQL(Dialect):
     range_sql = "range({n}) AS r_{col}({col})"
     zero_sql = _ZERO
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
+    nonzero_sql = "({x} <> 0 OR signbit({x}))"
 
     def with_missing_zeros(self, result: str, agg: str, count: str | None, expected: int
                            ) -> str:

@@ -31,6 +31,7 @@ class SparkDialect(Dialect):
     zero_sql = "CAST(0.0 AS DOUBLE)"
     zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
+    nonzero_sql = "({x} <> 0 OR CAST({x} AS STRING) = '-0.0')"
     broadcast_constants = True
     kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
 
