@@ -77,8 +77,12 @@ def backend(request):
 
 SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")
 # for many small statements: few shuffle partitions, no adaptive re-planning, no code
-# generation, and JVMs that compile quickly (C1 only); measured to halve the test time
+# generation, and JVMs that compile quickly (C1 only); measured to halve the test time.
+# Generous heartbeat timeouts: on a saturated machine (load 25 on 2 cores) an executor
+# missed heartbeats for 171 s, was declared lost, and its local checkpoints with it
 SPARK_TEST_CONFIG = {
+    "spark.network.timeout": "900s",
+    "spark.executor.heartbeatInterval": "60s",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
