@@ -870,7 +870,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     timeout = args.timeout or (60.0 if args.quick else 300.0)
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
-    command = command_line("bench", sys.argv[1:] if argv is None else argv)
+    command = command_line("bench", argv)
     header = (f"command: {command}\ncode: {code_version()}\nmachine: {os.cpu_count()} cores, "
               f"{_available_memory() / 2 ** 30:.0f} GiB, {platform.platform()}; "
               f"python {platform.python_version()}, numpy {np.__version__}, "

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import sys
 import time
 from typing import Callable
 
@@ -305,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         ap.error(f"unknown cases {', '.join(sorted(unknown))}")
     say = Report()
-    say(f"{command_line('bench_native', list(argv if argv is not None else sys.argv[1:]))}")
+    say(f"{command_line('bench_native', argv)}")
     say(f"code: {code_version()}")
     with contextlib.ExitStack() as stack:
         pg = args.dsn

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     _, generated_dir = output_dirs(args.out, args.publish)
     say = Report()
-    say(f"# {command_line('bench_optimizer', sys.argv[1:] if argv is None else argv)}")
+    say(f"# {command_line('bench_optimizer', argv)}")
     db, _ = open_backend(args.backend, dsn=args.dsn)
     with db:
         results = [measure(p, args.dataset, args.d_k, args.repeats, db, say)

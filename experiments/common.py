@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -43,9 +44,10 @@ def output_dirs(out: str | Path, publish: bool) -> tuple[Path, Path]:
     return tables, generated
 
 
-def command_line(module: str, argv: list[str]) -> str:
-    """The command that ran a script, for the record: ``python -m experiments.bench ...``."""
-    return " ".join([f"python -m experiments.{module}", *argv])
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command that ran a script, for the record: ``python -m experiments.bench ...``
+    (`argv`: the arguments `main` was given, None for the command line's)."""
+    return " ".join([f"python -m experiments.{module}", *(sys.argv[1:] if argv is None else argv)])
 
 
 def code_version() -> str:

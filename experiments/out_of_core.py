@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if own_tmp:
         args.temp_directory = os.path.join(tmp, "duckdb_spill")
     args.temp_directory = os.path.abspath(args.temp_directory)   # the children run in ROOT
-    command = command_line("out_of_core", sys.argv[1:] if argv is None else argv)
+    command = command_line("out_of_core", argv)
     lines = [f"command: {command}", f"code: {code_version()}",
              f"machine: {os.cpu_count()} cores, {platform.platform()}, python {platform.python_version()}",
              f"{args.workload} on {args.dataset}, hidden {args.hidden}; memory limit {args.memory_limit} "

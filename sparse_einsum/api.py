@@ -19,24 +19,35 @@ DEFAULT_PLAN = "optimal"
 
 def run(program: Program | str | Path, data: dict[str, object] | None = None, *,
         plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
-        progress: Callable[[str], None] | None = None, **backend_options) -> dict[str, np.ndarray]:
+        progress: Callable[[str], None] | None = None, format: str = "dense",
+        **backend_options) -> dict[str, object]:
     """Run a program on `data` (name -> NumPy array, scipy.sparse matrix or data frame);
-    returns its outputs."""
+    returns its outputs: NumPy arrays, or with `format` "sparse" scipy.sparse arrays
+    (CSR for matrices, COO otherwise), or with "auto" sparse where the cost model
+    estimates an output under 10% full."""
     with Session(program, data, backend=backend, **backend_options) as session:
-        return session.run(plan, progress=progress).outputs
+        return session.run(plan, progress=progress, format=format).outputs
 
 
 def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
            out: np.ndarray | None = None, dtype: object = None, order: str = "K",
-           casting: str = "safe", optimize: object = False, **backend_options):
+           casting: str = "safe", optimize: object = False, format: str = "dense",
+           **backend_options):
     """NumPy's einsum, computed in SQL: ``einsum("ij,jk->ik", A, B)`` or the sublist form
     ``einsum(A, [0, 1], B, [1, 2], [0, 2])``. Operands are arrays, scipy.sparse matrices,
     scalars or data frames in COO form; ellipsis and size-1 broadcasting follow NumPy.
     `out`, `dtype`, `order` and `casting` have NumPy's meaning; `optimize` is accepted
-    and ignored (the plan decides the contraction order)."""
+    and ignored (the plan decides the contraction order). The result is a NumPy array
+    (`format` "dense", the default), a scipy.sparse array ("sparse": CSR for a matrix,
+    COO for other ranks) or whichever the cost model's estimate suggests ("auto":
+    sparse when the result is estimated under 10% full)."""
     call = _parse_einsum(operands, dtype, casting)
     with _einsum_session(call, backend, backend_options) as session:
-        result = session.run(plan).outputs["OUT"]
+        result = session.run(plan, format=format).outputs["OUT"]
+    if sp.issparse(result):
+        if out is not None:
+            raise DataError("einsum: out= takes a dense result; use format='dense'")
+        return result
     if out is not None:
         if not isinstance(out, np.ndarray) or out.shape != result.shape:
             raise DataError(f"einsum: out must be an array of shape {result.shape}")

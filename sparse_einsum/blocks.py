@@ -168,3 +168,24 @@ def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarra
     result = padded[tuple(slice(0, n) for n in shape)]
     # a contiguous view of our own array needs no copy (no padding cut off, no transpose)
     return result if getattr(result, "ndim", 0) and result.flags.c_contiguous else result.copy()
+
+
+def compose_sparse(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> sp.sparray:
+    """The tensor `blocks` stand for as a scipy.sparse array, its non-zeros only (never
+    densified): CSR for a matrix, COO for any other number of axes."""
+    grid = _grid(shape, tiling)
+    if blocks.bounds is None:
+        payload = blocks.values.reshape(len(blocks), prod(b for _, b in grid))
+        tuples, offsets = np.nonzero(payload)
+        values = payload[tuples, offsets]
+    else:
+        tuples, offsets, values = entries(blocks.values, blocks.bounds)
+        kept = values != 0
+        tuples, offsets, values = tuples[kept], offsets[kept], values[kept]
+    within = np.unravel_index(offsets, [b for _, b in grid]) if grid else ()
+    keys = dict(zip(keyed_axes(tiling, shape), blocks.keys))
+    coords = tuple(keys[a][tuples] * b + within[a] if a in keys else within[a].astype(np.int64)
+                   for a, (_, b) in enumerate(grid))
+    if len(shape) == 2:
+        return sp.csr_array((values, coords), shape=shape)
+    return sp.coo_array((values, coords), shape=shape)

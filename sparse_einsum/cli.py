@@ -370,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"how many plans to show (default: 3, at most {MAX_TOP})")
     sub.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_argument("--analyze", action="store_true",
-                     help="also run each plan and report actual times")
+                     help="also run each plan and report actual times and tuples, and each "
+                          "statement's q-error (estimated / actual tuples)")
     sub.add_argument("--sql", action="store_true",
                      help="also show each plan's SQL statements (pretty-printed)")
     _add_backend(sub)

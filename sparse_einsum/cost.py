@@ -13,7 +13,7 @@ from pathlib import Path
 from .plan import Choice
 from .program.dag import Dag, Vertex
 from .shuffles import Exchange, row_bytes, vertex_exchanges
-from .stats.propagate import OperandStats, operand_stats
+from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
 from .tiling import (
     Tiling, key_range, keyed_axes, pads, payload_axes, payload_size, tile_distinct,
@@ -52,12 +52,16 @@ DEFAULT_PARAMS = {
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs)
+    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs);
+    # c_sparse: its kernel over packed payloads (calibrate.sparse_seconds_per_flop, median of
+    # 3; scipy 3.4e-9 alongside)
     "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=2.5e-10, c_fixed=3.7e-8, c_add=2.6e-8,
-                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9),
-    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS)
+                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
+                                c_sparse=2.8e-9),
+    # c_kernel: the C kernels with OpenBLAS (calibrate --scale 0.3; 3.9e-9 before BLAS);
+    # c_sparse as for duckdb-native
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=3.7e-10, c_fixed=8.7e-7, c_add=1.0e-12,
-                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8),
+                           c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9),
     # first estimates from timings of local[2] on this machine, NOT yet fitted: run
     # `calibrate --backend spark --spark local-cluster[2,1,2048]` and replace them
     "spark": CostParams(c_xfer=2.0e-8, c_kernel=1.0e-10, c_fixed=2.0e-6, c_add=1.0e-8,
@@ -139,6 +143,7 @@ class CostModel:
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
+        self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
@@ -176,7 +181,8 @@ class CostModel:
             return False
         if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
             return False
-        payload_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
+        packed = choice.sparse if self.sparse_driven(v, choice) else frozenset()
+        payload_in = [self.payload_bytes(o.tensor, t, k in packed)
                       for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
             return False
@@ -194,6 +200,14 @@ class CostModel:
             per_row += 8.0 * prod(tiles[l] for l in v.all_labels)
         once = sum(b for b, k in zip(payload_in, keyed) if not k)
         return rows * per_row + once <= self.cap
+
+    def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
+        """Whether the kernel runs over the packed operand's non-zeros: a product summed,
+        one operand packed, the other finite (0 x inf must give NaN, so the kernels
+        densify the packed operand otherwise, and its dense size must fit the cap)."""
+        return (len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum"
+                and all(self.stats[o.tensor].finite
+                        for k, o in enumerate(v.operands) if k not in choice.sparse))
 
     def state_bytes(self, v: Vertex, choice: Choice) -> float:
         """Bytes of the array states of an element-wise aggregate: one output-sized array
@@ -263,7 +277,7 @@ class CostModel:
         if not choice.sparse:
             return loop
         densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
-        if len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum" and self.p.c_sparse:
+        if self.sparse_driven(v, choice) and self.p.c_sparse:
             (s,) = choice.sparse
             other = prod(tiles[l] for l in v.all_labels
                          if l not in v.operands[s].labels and tiles[l] > 1)
@@ -287,7 +301,11 @@ class CostModel:
         shared = [l for l in ops[0].distinct if l in ops[1].distinct and l in ranges]
         denominator = prod(max(self._tiled(ops[0], l, tiles), self._tiled(ops[1], l, tiles), 1.0)
                            for l in shared)
-        return t_in[0] * t_in[1] / denominator
+        join = t_in[0] * t_in[1] / denominator
+        if all(tiles[l] == 1 for l in shared) and all(
+                any(l in ranges and l not in shared for l in o.distinct) for o in ops):
+            join *= self._skew[v.name]    # tuples per shared key follow the degrees
+        return join
 
     @staticmethod
     def _tiled(o: OperandStats, label: str, tiles: dict[str, int]) -> float:

@@ -6,10 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from .backends.base import Backend
-from .blocks import compose, decompose
+from .blocks import compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
 
@@ -24,7 +22,7 @@ class StepReport:
 
 @dataclass
 class Execution:
-    outputs: dict[str, np.ndarray]
+    outputs: dict[str, object]          # NumPy arrays, or scipy.sparse arrays where asked
     steps: list[StepReport] = field(default_factory=list)
     plan: Plan | None = None
 
@@ -34,15 +32,17 @@ class Execution:
 
 
 def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend, *,
-            count_tuples: bool = False, progress: Callable[[str], None] | None = None
-            ) -> Execution:
-    """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose."""
+            count_tuples: bool = False, progress: Callable[[str], None] | None = None,
+            sparse: frozenset[str] = frozenset()) -> Execution:
+    """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
+    outputs named in `sparse` come back as scipy.sparse arrays, the others dense."""
     with backend.scope():
-        return _execute(compiled, arrays, backend, count_tuples, progress)
+        return _execute(compiled, arrays, backend, count_tuples, progress, sparse)
 
 
 def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
-             count_tuples: bool, progress: Callable[[str], None] | None) -> Execution:
+             count_tuples: bool, progress: Callable[[str], None] | None,
+             sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
     try:
@@ -59,7 +59,8 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
             reports.append(StepReport(step.label, step.vertex, seconds, tuples))
-        results = {name: compose(backend.fetch(rel), rel.shape, rel.tiling)
+        results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
+                       backend.fetch(rel), rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
     finally:
         for rel in created:

@@ -58,8 +58,18 @@ def _analyze(entry: dict, run: Execution) -> None:
             continue
         s = by_vertex[step.vertex]
         s["actual_tuples"], s["seconds"] = step.tuples, step.seconds + pending
+        s["est_over_actual"], s["q_error"] = q_error(s["est_tuples"], step.tuples)
         pending = 0.0
     entry["seconds"] = run.seconds()
+    errors = [s["q_error"] for s in entry["statements"] if "q_error" in s]
+    entry["max_q_error"] = max(errors, default=1.0)
+
+
+def q_error(estimate: float, actual: int) -> tuple[float, float]:
+    """(estimate / actual, the q-error max(estimate / actual, actual / estimate)), both
+    counted from one tuple (an empty relation estimated empty is exact)."""
+    ratio = max(estimate, 1.0) / max(actual, 1)
+    return ratio, max(ratio, 1.0 / ratio)
 
 
 def format_explanation(result: dict) -> str:
@@ -72,12 +82,13 @@ def format_explanation(result: dict) -> str:
     for plan in result["plans"]:
         title = f"plan {plan['rank']} ({plan['name']}): estimated cost {plan['cost']:.4g}"
         if "seconds" in plan:
-            title += f", measured {plan['seconds']:.3f} s"
+            title += (f", measured {plan['seconds']:.3f} s, largest q-error of the tuple "
+                      f"counts {plan['max_q_error']:.3g}")
         lines += ["", title]
         header = f"  {'statement':<44} {'est.tuples':>11} {'load':>9} {'join':>9} {'agg':>9} " \
                  f"{'repart':>9} {'kernel':>9} {'shuffle':>9} {'total':>9}"
         if "seconds" in plan:
-            header += f" {'tuples':>11} {'seconds':>8}"
+            header += f" {'tuples':>11} {'est/act':>8} {'seconds':>8}"
         lines.append(header)
         for s in plan["statements"]:
             c = s["cost_breakdown"]
@@ -85,7 +96,8 @@ def format_explanation(result: dict) -> str:
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
                    f"{c['shuffle']:>9.3g} {s['cost']:>9.3g}")
             if "seconds" in plan:
-                row += f" {s.get('actual_tuples', 0):>11} {s.get('seconds', 0.0):>8.3f}"
+                row += (f" {s.get('actual_tuples', 0):>11} {s.get('est_over_actual', 1.0):>8.3g}"
+                        f" {s.get('seconds', 0.0):>8.3f}")
             lines.append(row)
         shuffles = [f"    {s['uclc']}: {'; '.join(s['shuffles'])}"
                     for s in plan["statements"] if s["shuffles"]]

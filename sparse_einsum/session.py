@@ -35,9 +35,11 @@ from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
 from .memory import available_memory, format_size, gc_paused
 from .optimizer.context import OptimizerContext, default_memory_cap
+from .optimizer.order import SparsePaths
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
-from .program.lower import lower
+from .program.dag import Dag, Operand
+from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
@@ -49,12 +51,19 @@ from .stats.propagate import propagate
 from .stats.tensor_stats import TensorStats, exact_stats
 from .values import MAX_EXACT, plan_values
 
+PATHS = ("cost", "opt_einsum")           # contraction orders of n-ary products (see lower)
+FORMATS = ("dense", "sparse", "auto")     # how run() returns outputs
+AUTO_SPARSE = 0.1          # format "auto": outputs estimated under this fraction full are sparse
 LONG_PROGRAM = 2000        # statements from which the stages report their progress
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
 
 class Session:
-    """A program bound to its inputs on one backend (or, to compile jobs, on none)."""
+    """A program bound to its inputs on one backend (or, to compile jobs, on none).
+
+    Products of three or more tensors are contracted along the path the cost model
+    prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`) or
+    along opt_einsum's dense path (`paths="opt_einsum"`)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
@@ -62,7 +71,7 @@ class Session:
                  params: CostParams | None = None, memory_cap: float | None = None,
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
-                 progress: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None, paths: str = "cost",
                  **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
@@ -88,16 +97,37 @@ class Session:
         self.stored: dict[str, TableRelation] = {}     # relational inputs imported
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
+        self._paths: SparsePaths | None = None
         self._compiled = 0
+        self.timings = {"statistics_seconds": 0.0, "optimize_seconds": 0.0,
+                        "order_seconds": 0.0}
         try:
             shapes = self._import_inputs()
             with self._stage(f"lowering {len(self.program.statements)} statements"):
-                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes))
+                if paths not in PATHS:
+                    raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
+                self.dag = lower(self.values.program, infer_bounds(self.values.program, shapes),
+                                 self._choose_path if paths == "cost" else None)
         except BaseException as exc:
             self.close(exc)
             raise
-        self.timings = {"statistics_seconds": time.perf_counter() - start,
-                        "optimize_seconds": 0.0}
+        self.timings["statistics_seconds"] += (time.perf_counter() - start
+                                               - self.timings["order_seconds"])
+
+    def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
+                     const: float) -> ContractionPath:
+        """The contraction path of a product of three or more tensors, chosen by the cost
+        model with the inputs' statistics (its time is `timings["order_seconds"]`)."""
+        if self._paths is None:
+            stored = {name: rel.tiling for name, rel in self.stored.items()}
+            if self.inputs_in_tables:
+                stored = {name: (1,) * len(labels) for name, labels in dag.inputs.items()}
+            self._paths = SparsePaths(self.stats(), self._params(), self._model_options(),
+                                      stored)
+        start = time.perf_counter()
+        path = self._paths(dag, operands, target, const)
+        self.timings["order_seconds"] += time.perf_counter() - start
+        return path
 
     # -- inputs and statistics -------------------------------------------------
     def _import_inputs(self) -> dict[str, tuple[int, ...]]:
@@ -120,11 +150,15 @@ class Session:
         """Statistics of every input: exact for arrays, by SQL for imported data, assumed
         (uniform, ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
+        counted = {id(inp.value): self._input_stats[name] for name, inp in self.inputs.items()
+                   if name in self._input_stats and isinstance(inp, ArrayInput)}
         for name, inp in self.inputs.items():
-            if name not in self._input_stats:
-                self._input_stats[name] = exact_stats(inp.value)
+            if name not in self._input_stats:       # one data object given twice: counted once
+                if id(inp.value) not in counted:
+                    counted[id(inp.value)] = exact_stats(inp.value)
+                self._input_stats[name] = counted[id(inp.value)]
         self.timings["statistics_seconds"] += time.perf_counter() - start
-        return {name: self._input_stats[name] for name in self.dag.inputs}
+        return {name: self._input_stats[name] for name in self.values.program.inputs}
 
     @cached_property
     def exact_integers(self) -> bool:
@@ -139,20 +173,29 @@ class Session:
     def optimizer(self) -> OptimizerContext:
         """Propagated statistics and the cost model (built once)."""
         if self._context is None:
-            cap, source = self._memory_cap()
-            params = self.params or load_params(self.dialect.name)
-            if self.params is None and self.backend is not None:
-                params = self.backend.cost_params(params)     # e.g. the cluster's parallelism
             with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
                 self._context = OptimizerContext.build(
-                    self.dag, self.stats(), params,
-                    memory_cap=cap, max_payload_values=self.dialect.max_payload_values,
+                    self.dag, self.stats(), self._params(), **self._model_options(),
                     scalars_only=self.exact_integers,
-                    sparse_payloads=self.dialect.sparse_payloads,
-                    bound_states=self.dialect.unspillable_state,
                     stored={name: rel.tiling for name, rel in self.table_inputs().items()},
-                    label_names=self.label_names, cap_source=source)
+                    label_names=self.label_names)
         return self._context
+
+    def _params(self) -> CostParams:
+        """The given constants, else the calibrated ones as the backend sees them (e.g. with
+        the cluster's parallelism)."""
+        if self.params is not None:
+            return self.params
+        params = load_params(self.dialect.name)
+        return self.backend.cost_params(params) if self.backend is not None else params
+
+    def _model_options(self) -> dict:
+        """The cost model's limits: memory cap (and where it comes from), payload sizes."""
+        cap, source = self._memory_cap()
+        return {"memory_cap": cap, "cap_source": source,
+                "max_payload_values": self.dialect.max_payload_values,
+                "sparse_payloads": self.dialect.sparse_payloads,
+                "bound_states": self.dialect.unspillable_state}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
@@ -223,23 +266,46 @@ class Session:
             report(f"{what}: {time.perf_counter() - start:.1f} s")
 
     def run(self, plan: str | PlanSpec | Plan = "optimal", *,
-            progress: Callable[[str], None] | None = None, count_tuples: bool = False) -> Execution:
-        """Run a plan; the outputs have NumPy's dtypes (complex parts joined)."""
+            progress: Callable[[str], None] | None = None, count_tuples: bool = False,
+            format: str = "dense") -> Execution:
+        """Run a plan; the outputs have NumPy's dtypes (complex parts joined). `format`:
+        "dense" (NumPy arrays), "sparse" (scipy.sparse arrays: CSR for matrices, COO for
+        other ranks; scalars stay scalars) or "auto" (sparse for the outputs estimated
+        under AUTO_SPARSE full)."""
         progress = progress or self.progress
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
-        self.check_output_memory()
+        sparse = frozenset(part for name in self.sparse_outputs(format)
+                           for part in self.values.parts[name] if part)
+        self.check_output_memory(sparse)
         chosen = self.plan(plan)
         result = execute(self.compile(chosen), self.values.arrays(self.exact_integers),
-                         self.backend, count_tuples=count_tuples, progress=progress)
+                         self.backend, count_tuples=count_tuples, progress=progress,
+                         sparse=sparse)
         result.outputs = self.values.finish(result.outputs)
         result.plan = chosen
         return result
 
-    def check_output_memory(self) -> None:
-        """Outputs come back as dense NumPy arrays: refuse, before any work, when they
-        would not fit in the memory available now."""
-        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs}
+    def sparse_outputs(self, format: str = "dense") -> frozenset[str]:
+        """The outputs that come back as scipy.sparse arrays under `format`."""
+        if format not in FORMATS:
+            raise PlanError(f"format {format!r}: use one of {', '.join(FORMATS)}")
+        shapes = {name: self.dag.shapes[self.values.parts[name][0]]
+                  for name in self.program.outputs}
+        outputs = [name for name, shape in shapes.items() if shape]
+        if format == "auto":
+            stats = self.optimizer().stats
+            return frozenset(name for name in outputs if max(
+                stats[part].nnz for part in self.values.parts[name] if part)
+                < AUTO_SPARSE * prod(shapes[name]))
+        return frozenset(outputs if format == "sparse" else ())
+
+    def check_output_memory(self, sparse: frozenset[str] = frozenset()) -> None:
+        """Dense outputs come back as NumPy arrays: refuse, before any work, when they
+        would not fit in the memory available now (the tensors in `sparse`, coming back
+        sparse, are not checked: their size is an estimate)."""
+        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs
+                if name not in sparse}
         available = available_memory()
         if sum(need.values()) > available:
             name = max(need, key=need.get)
@@ -248,7 +314,8 @@ class Session:
                             + (f" ({format_size(sum(need.values()))} for all outputs)"
                                if len(need) > 1 else "")
                             + f", more than the {format_size(available)} of memory available; "
-                            "check the declared bounds and the keys of the inputs")
+                            "check the declared bounds and the keys of the inputs, or ask "
+                            "for format='sparse'")
 
     def explain(self, top: int = 3, analyze: bool = False, sql: bool = False) -> dict:
         """The `top` best plans with UCLC, schemas and estimated costs; with `analyze`, each

@@ -40,13 +40,19 @@ class Values:
         return {n: _cast(n, i.value, dtype) for n, i in self.inputs.items()
                 if isinstance(i, ArrayInput)}
 
-    def finish(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The outputs in NumPy's dtypes, complex parts joined."""
+    def finish(self, outputs: dict[str, object]) -> dict[str, object]:
+        """The outputs in NumPy's dtypes, complex parts joined (dense or scipy.sparse)."""
         result = {}
         for name, (re, im) in self.parts.items():
             value = outputs[re] if im is None else outputs[re] + 1j * outputs[im]
             dtype = self.dtypes[name]
-            result[name] = (value != 0) if dtype == np.bool_ else _to_dtype(value, dtype)
+            if sp.issparse(value):
+                value = value.copy()
+                value.data = _finish(value.data, dtype)
+                value.eliminate_zeros()
+            else:
+                value = _finish(value, dtype)
+            result[name] = value
         return result
 
 
@@ -101,6 +107,10 @@ def _cast(name: str, value: object, dtype: type) -> object:
         raise DataError(f"input {name}: uint64 values from 2**63 on do not fit the engines' "
                         "BIGINT")
     return array.astype(dtype, copy=False)
+
+
+def _finish(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return (value != 0) if dtype == np.bool_ else _to_dtype(value, dtype)
 
 
 def _to_dtype(value: np.ndarray, dtype: np.dtype) -> np.ndarray:

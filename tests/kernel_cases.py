@@ -133,3 +133,59 @@ PRODUCTS = [product_case(s, n) for n, s in enumerate(PRODUCT_SUBSCRIPTS)]
 _, _ZV, _ZM = product_case("k,kn->n", 99)
 PRODUCTS.append((contraction("k,kn->n", SIZES), np.where(np.arange(7) % 2 == 0, 0.0, _ZV),
                  np.where(np.arange(42) == 2, np.inf, _ZM)))
+
+
+# ---------------------------------------------------------------- packed sparse inputs
+
+def packed(x) -> np.ndarray:
+    """A dense payload packed sparse: the flat offsets of its non-zeros, then their values."""
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    at = np.flatnonzero(x)
+    return np.concatenate([at.astype(np.float64), x[at]])
+
+
+def mark(spec: str, which: tuple[int, ...]) -> str:
+    """The spec text with the stride lists of the inputs in `which` marked packed (~)."""
+    fields = spec.split(";")
+    for k in which:
+        fields[4 + k] = "~" + fields[4 + k]
+    return ";".join(fields)
+
+
+def _thin(x, rng: np.random.Generator, keep: float) -> np.ndarray:
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    return np.where(rng.random(x.shape) < keep, x, 0.0)
+
+
+def _sparse_cases() -> list[tuple[str, list[np.ndarray], np.ndarray]]:
+    """(spec text with packed inputs, the inputs as sent, NumPy's result) for every binary
+    case with either input packed (product-sums run over the non-zeros, the rest densify),
+    both packed, all-zero (empty) payloads, inf and NaN in the dense input, and unary ones."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for n, (spec, a, b) in enumerate(HANDWRITTEN + PRODUCTS):
+        dense = [_thin(a, rng, 0.4), _thin(b, rng, 0.4)]
+        if n % 5 == 0:
+            dense[n % 2] = np.zeros_like(dense[n % 2])          # an empty payload
+        if n % 3 == 0:                                          # 0 * inf and NaN in the dense one
+            other = dense[1 - n % 2]
+            other[rng.integers(0, other.size)] = [np.inf, np.nan][n % 2]
+        want = ref_kernel(spec, *dense)
+        for which in ((0,), (1,), (0, 1)):
+            if all(np.size(dense[k]) > 1 for k in which):
+                sent = [packed(x) if k in which else x for k, x in enumerate(dense)]
+                cases.append((mark(spec, which), sent, want))
+    for seed in range(40):       # diagonals, broadcasts, any reduction
+        r = np.random.default_rng(seed)
+        spec, sizes = random_spec(r, ["mul", "mul", "add", "div"][seed % 4], ["sum", "sum", "max"][seed % 3])
+        dense = [_thin(r.normal(size=max(s, 1)), r, 0.5) for s in sizes]
+        which = (seed % 2,) if seed % 5 else (0, 1)
+        sent = [packed(x) if k in which else x for k, x in enumerate(dense)]
+        cases.append((mark(spec, which), sent, ref_kernel(spec, *dense)))
+    for spec, a in UNARY[:3]:
+        a = _thin(a, rng, 0.5)
+        cases.append((mark(spec, (0,)), [packed(a)], ref_kernel(spec, a)))
+    return cases
+
+
+SPARSE = _sparse_cases()

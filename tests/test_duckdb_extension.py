@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernel_cases import HANDWRITTEN, PRODUCTS, UNARY, random_spec, ref_kernel
+from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, mark, packed, random_spec, ref_kernel
 from sparse_einsum import Session, einsum
 from sparse_einsum.backends import duckdb_extension
-from sparse_einsum.backends.duckdb import DuckDBBackend
+from sparse_einsum.backends.duckdb import DuckDBBackend, _packed, _ragged_array
+from sparse_einsum import blocks
 from sparse_einsum.errors import BackendError
 
 RTOL = ATOL = 1e-12
@@ -83,6 +84,43 @@ def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
         np.testing.assert_allclose(out, ref_kernel(spec, rows[i], b), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("spec,inputs,want", SPARSE)
+def test_packed_sparse_inputs(con, spec, inputs, want):
+    np.testing.assert_allclose(kernel(con, spec, *inputs), want, rtol=RTOL, atol=ATOL, err_msg=spec)
+
+
+@pytest.mark.parametrize("spec,a,b", PRODUCTS)
+def test_packed_rows_against_a_shared_matrix(con, spec, a, b):
+    """Packed rows joined to one dense tuple (finite, then holding inf): the finiteness of
+    the shared operand is checked once per run of rows, and NULL rows give NULL."""
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(9, a.size)) * (rng.random((9, a.size)) < 0.3)
+    rows[4] = 0.0
+    con.execute("CREATE OR REPLACE TEMP TABLE t_packed AS SELECT unnest(?) AS i, "
+                "unnest(?::DOUBLE[][]) AS v", [list(range(9)), [packed(r).tolist() for r in rows]])
+    con.execute("INSERT INTO t_packed VALUES (9, NULL)")
+    for shared in (b, np.where(np.arange(b.size) == 1, np.inf, b)):
+        con.execute("CREATE OR REPLACE TEMP TABLE t_shared AS SELECT ?::DOUBLE[] AS m", [shared.tolist()])
+        got = con.execute(f"SELECT i, se_kernel2('{mark(spec, (0,))}', r.v, s.m) "
+                          "FROM t_packed r, t_shared s ORDER BY i").fetchall()
+        assert got[-1] == (9, None)
+        for i, out in got[:-1]:
+            np.testing.assert_allclose(out, ref_kernel(spec, rows[i], shared), rtol=RTOL, atol=ATOL)
+
+
+def test_densify_and_sparsify(con):
+    rows = [[0.0, 1.5, 0.0, -2.0], [0.0] * 4, [np.nan, 0.0, np.inf, 0.0]]
+    con.execute("CREATE OR REPLACE TEMP TABLE t_dense AS SELECT unnest(?) AS i, "
+                "unnest(?::DOUBLE[][]) AS v", [[0, 1, 2], rows])
+    con.execute("INSERT INTO t_dense VALUES (3, NULL)")
+    got = con.execute("SELECT i, se_sparsify(v), se_densify(se_sparsify(v), 4) FROM t_dense "
+                      "ORDER BY i").fetchall()
+    for (i, pack, back), row in zip(got, rows):
+        np.testing.assert_array_equal(pack, packed(row))
+        np.testing.assert_array_equal(back, row)
+    assert got[3] == (3, None, None)
+
+
 def test_scalar_arguments_and_results(con):
     got = con.execute("SELECT se_kernel2('mul;sum;1;3;1;0', [1.0, 2.0, 3.0], 2.0), "
                       "se_value2('mul;sum;0;3;1;1', [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]), "
@@ -104,6 +142,13 @@ def test_scalar_arguments_and_results(con):
     ("SELECT se_vsum(v) FROM (VALUES ([1.0]), ([1.0, 2.0])) t(v)", "same length"),
     ("SELECT se_take('24;2,2;12,3;2,3;6,1', [1.0], 0)", "SIZE 24"),
     ("SELECT se_stack('4;2;2;2;1', [1.0, 2.0], 5)", "out of range"),
+    ("SELECT se_kernel2('mul;sum;1;3,4;~4,1;0,1', [1.0, 2.0, 3.0], [1.0, 1, 1, 1])", "even length"),
+    ("SELECT se_kernel2('mul;sum;1;3,4;~4,1;0,1', [12.0, 2.0], [1.0, 1, 1, 1])",
+     "input a of spec .*: offset 12 outside a payload of 12"),
+    ("SELECT se_kernel2('add;sum;1;3,4;~4,1;0,1', [-1.0, 2.0], [1.0, 1, 1, 1])", "offset -1 outside"),
+    ("SELECT se_densify([1.0], 4)", "even length"),
+    ("SELECT se_densify([4.0, 1.0], 4)", "offset 4 outside a payload of 4"),
+    ("SELECT se_densify([], -1)", "negative"),
 ])
 def test_errors_are_raised_by_duckdb(con, sql, message):
     with pytest.raises(duckdb.Error, match=message):
@@ -197,3 +242,12 @@ def test_metadata_footer_matches_what_duckdb_reads():
     fields = [footer[22 + 32 * k:22 + 32 * (k + 1)].rstrip(b"\0").decode() for k in range(8)]
     assert fields[3:] == ["C_STRUCT", "abc", duckdb_extension.C_API_VERSION, "linux_amd64", "4"]
     assert len(footer) == 22 + 512 and footer.endswith(bytes(256))
+
+
+def test_packed_payloads_read_from_a_slice_of_an_arrow_column():
+    """The UDF path reads packed payloads of an Arrow slice (offsets into the whole child)."""
+    dense = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0], [0.0, 0.0, 0.0], [4.0, 5.0, 6.0]])
+    column = _ragged_array(*blocks.pack(dense))
+    for start in range(len(dense) + 1):
+        np.testing.assert_array_equal(blocks.unpack(*_packed(column.slice(start)), 3),
+                                      dense[start:])

@@ -51,6 +51,22 @@ def test_every_strategy_is_exercised_by_the_corpus():
     assert all(n >= 10 for n in counts.values()), counts
 
 
+def test_sparse_payloads_are_planned_on_every_engine(backend):
+    """The corpus runs plans with packed sparse operands on every engine, product-sums with
+    one of them among them (the C kernels run those over the non-zeros), each checked
+    against NumPy by test_einsum_matches_numpy."""
+    sparse = product_sums = 0
+    for expression in EXPRESSIONS:
+        ops = operands(expression, DENSITIES[0], seed=0)
+        with einsum_session(expression, *ops, backend=backend) as session:
+            for key in distinct_plans(session):
+                for name, choice in key:
+                    v = session.dag.vertex(name)
+                    sparse += bool(choice.sparse)
+                    product_sums += len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum"
+    assert sparse >= 20 and product_sums >= 10, (sparse, product_sums)
+
+
 @pytest.mark.parametrize("expression,plan", [("ij,jk->ik", "Ij,jK->IK"), ("ij,jk->ik", "iJ,Jk->ik"),
                                              ("ij,jk,kl->il", "IJ,JK,Kl->Il"),
                                              ("bij,bjk->bik", "Bij,Bjk->Bik")])

@@ -24,5 +24,10 @@ def test_explain_reports_ranked_plans_with_estimates_and_actuals(duck):
                     "seconds"} <= set(s)
             assert s["uclc"].startswith(s["name"] + "[")
             assert s["actual_tuples"] >= 0 and s["seconds"] >= 0
+            ratio = max(s["est_tuples"], 1.0) / max(s["actual_tuples"], 1)
+            assert s["est_over_actual"] == ratio
+            assert s["q_error"] == max(ratio, 1 / ratio) >= 1.0
+        assert plan["max_q_error"] == max(s["q_error"] for s in plan["statements"])
     text = format_explanation(result)
     assert "plan 1 (rank:1)" in text and "schemas:" in text
+    assert "largest q-error of the tuple counts" in text and "est/act" in text

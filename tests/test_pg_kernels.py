@@ -10,7 +10,7 @@ import pytest
 from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays
 from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels
 from sparse_einsum.errors import BackendError
-from kernel_cases import HANDWRITTEN, PRODUCTS, UNARY, V4, random_spec, ref_kernel
+from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, V4, mark, packed, random_spec, ref_kernel
 
 psycopg = pytest.importorskip("psycopg")
 RTOL = ATOL = 1e-12
@@ -96,6 +96,46 @@ def test_matrix_products_with_and_without_blas(conn, spec, a, b, blas):
         conn.execute("RESET sparse_einsum_kernels.blas")
 
 
+@pytest.mark.parametrize("spec,inputs,want", SPARSE)
+def test_packed_sparse_inputs(conn, spec, inputs, want):
+    got = kernel(conn, spec, *inputs)
+    assert got.shape == want.shape, spec
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=spec)
+
+
+def test_packed_rows_against_a_cached_matrix(conn):
+    """Packed rows against a weight matrix from a table, cached across rows with its
+    finiteness (finite, then holding inf: 0 * inf is NaN)."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 64)) * (rng.random((40, 64)) < 0.2)
+    x[3] = 0.0
+    w = rng.normal(size=(2, 64, 64))
+    w[1, 7, 5] = np.inf
+    conn.execute("DROP TABLE IF EXISTS t_w, t_x")
+    conn.execute("CREATE TABLE t_w (k int8, m float8[])")
+    conn.execute("CREATE TABLE t_x (i int8, val float8[])")
+    copy_in_arrays(conn, "t_w", {"k": np.arange(2)}, w.reshape(2, -1), value_column="m")
+    conn.execute("INSERT INTO t_x SELECT i, v::float8[] FROM unnest(%s::int8[], %s::text[]) AS u(i, v)",
+                 (list(range(40)), ["{" + ",".join(str(float(v)) for v in packed(r)) + "}" for r in x]))
+    spec = mark("mul;sum;1;64,64;64,1;0,1", (1,))
+    for cache in ("on", "off"):
+        conn.execute(f"SET sparse_einsum_kernels.cache_broadcast = {cache}")
+        rows = conn.execute(f"SELECT k, i, se_kernel2('{spec}', m, val) FROM t_w o, LATERAL "
+                            "(SELECT * FROM t_x WHERE o IS NOT NULL OFFSET 0) s ORDER BY k, i").fetchall()
+        got = np.array([r[2] for r in rows]).reshape(2, 40, 64)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(got, np.einsum("kij,nj->kni", w, x), rtol=RTOL, atol=ATOL)
+    conn.execute("RESET sparse_einsum_kernels.cache_broadcast")
+
+
+def test_densify_and_sparsify(conn):
+    for row in ([0.0, 1.5, 0.0, -2.0], [0.0] * 4, [np.nan, 0.0, np.inf, 0.0]):
+        pack, back = conn.execute("SELECT se_sparsify(%s::float8[]), se_densify(se_sparsify(%s::float8[]), 4)",
+                                  (row, row)).fetchone()
+        np.testing.assert_array_equal(np.array(pack, dtype=float), packed(row))
+        np.testing.assert_array_equal(np.array(back, dtype=float), row)
+
+
 def test_value_functions_return_the_one_element(conn):
     spec = "mul;sum;0;4;1;1"
     got = conn.execute("SELECT se_value2(%s, %s::float8[], %s::float8[]), se_value1(%s, %s::float8[])",
@@ -164,6 +204,14 @@ def test_version_and_check(conn):
     ("SELECT se_kernel1(%s, %s::float8[])", ("powc;sum;1;3;1", [1.0] * 3), "needs a constant"),
     ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])", ("id;sum;1;3;1", [1.0] * 3, [1.0] * 3),
      "is for 1 input"),
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+     ("mul;sum;1;3,4;~4,1;0,1", [1.0] * 3, [1.0] * 4), "even length"),
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+     ("mul;sum;1;3,4;~4,1;0,1", [12.0, 2.0], [1.0] * 4), "input a of spec .*: offset 12 outside a payload of 12"),
+    ("SELECT se_kernel2(%s, %s::float8[], %s::float8[])",
+     ("add;sum;1;3,4;~4,1;0,1", [-1.0, 2.0], [1.0] * 4), "offset -1 outside"),
+    ("SELECT se_densify(%s::float8[], %s)", ([1.0], 4), "even length"),
+    ("SELECT se_densify(%s::float8[], %s)", ([4.0, 1.0], 4), "offset 4 outside a payload of 4"),
 ])
 def test_errors(conn, sql, args, message):
     with pytest.raises(psycopg.Error, match=message):

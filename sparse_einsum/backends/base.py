@@ -7,6 +7,8 @@ Backends are context managers.
 """
 from __future__ import annotations
 
+import itertools
+
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -19,12 +21,12 @@ from ..blocks import Blocks
 from ..cost import CostParams
 from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
-from ..kernels.arrow_kernels import list_array, packed, ragged_array, rows, scalars
+from ..kernels.arrow_kernels import list_array, packed, ragged_array, rows, scalars, to_arrow
 from ..kernels.numpy_kernels import Packed
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
 from ..sql.steps import KernelUse, Step, TableRelation, key_column
-from ..stats.tensor_stats import TensorStats
+from ..stats.tensor_stats import Degrees, TensorStats
 
 # tables an older version left behind: Session prefixes are se_ and 10 hex digits
 LEFTOVER_TABLE = re.compile(r"^se_[0-9a-f]{10}_[A-Za-z0-9_]+$")
@@ -199,8 +201,8 @@ class Backend:
         return tuple(shape)
 
     def table_stats(self, rel: TableRelation) -> TensorStats:
-        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, and the bound and
-        finiteness of its values."""
+        """GETSTATS by SQL: T(U) and V(l, U) of an all-promoted relation, the bound and
+        finiteness of its values, and its degrees per axis."""
         q = self.dialect.q
         distinct = "".join(f", count(DISTINCT {q(key_column(l, a))})"
                            for a, l in enumerate(rel.labels))
@@ -209,7 +211,32 @@ class Backend:
                          f"TRUE){distinct} FROM {q(rel.table)}")[0]
         finite = bool(row[2])
         return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[3:]),
-                           max_abs=float(row[1]) if finite else float("inf"), finite=finite)
+                           max_abs=float(row[1]) if finite else float("inf"), finite=finite,
+                           degrees=self.table_degrees(rel))
+
+    def table_degrees(self, rel: TableRelation) -> Degrees:
+        """The degrees of an all-promoted relation by SQL: per key column the l2 norm and
+        the maximum of its rows per key, and for two key columns of one size the dot
+        product of their degrees."""
+        q = self.dialect.q
+        cols = [q(key_column(l, a)) for a, l in enumerate(rel.labels)]
+
+        def per_key(col: str) -> str:
+            return f"(SELECT {col} AS x, count(*) AS d FROM {q(rel.table)} GROUP BY {col})"
+
+        l2, top = [], []
+        for col in cols:
+            norm, most = self.query(f"SELECT coalesce(sum(d * d), 0), coalesce(max(d), 0) "
+                                    f"FROM {per_key(col)} AS g")[0]
+            l2.append(float(norm) ** 0.5)
+            top.append(float(most))
+        dots = {}
+        for a, b in itertools.combinations(range(len(cols)), 2):
+            if rel.shape[a] == rel.shape[b]:
+                dots[(a, b)] = float(self.query(
+                    f"SELECT coalesce(sum(u.d * v.d), 0) FROM {per_key(cols[a])} AS u "
+                    f"JOIN {per_key(cols[b])} AS v ON u.x = v.x")[0][0])
+        return Degrees(tuple(l2), tuple(top), dots)
 
 
 def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
@@ -230,9 +257,10 @@ def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
 def arrow_relation(rel: TableRelation, blocks: Blocks) -> pa.Table:
     """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE, BIGINT for
     exact integers, or DOUBLE[]: dense, or packed sparse)."""
-    columns = {c: pa.array(k, type=pa.int64()) for c, k in zip(rel.columns, blocks.keys)}
+    columns = {c: to_arrow(np.asarray(k, dtype=np.int64))
+               for c, k in zip(rel.columns, blocks.keys)}
     if rel.is_scalar:
-        columns["val"] = pa.array(blocks.values)
+        columns["val"] = to_arrow(blocks.values)
     elif rel.sparse:
         columns["val"] = ragged_array(blocks.values, blocks.bounds)
     else:

@@ -16,11 +16,33 @@ from .numpy_kernels import Packed, position_offsets, run_kernel, run_sparse_kern
 from .spec import GatherSpec, KernelSpec
 
 
+_NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64, pa.int32(): np.int32}
+
+
+def from_arrow(array: pa.Array) -> np.ndarray:
+    """An arrow array as NumPy, zero-copy for numbers without NULLs (pyarrow's to_numpy
+    imports pandas, a second or more of a first call's wall time)."""
+    dtype = _NUMPY_TYPES.get(array.type)
+    if dtype is None or array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * np.dtype(dtype).itemsize)
+
+
+def to_arrow(values: np.ndarray) -> pa.Array:
+    """A NumPy array of numbers as an arrow array without copying (pa.array imports pandas)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype not in (np.float64, np.int64, np.int32):
+        return pa.array(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
+
+
 def _numpy(array, part) -> np.ndarray:
     """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
     pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    parts = [part(c).to_numpy(zero_copy_only=False) for c in chunks]
+    parts = [from_arrow(part(c)) for c in chunks]
     return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -39,29 +61,31 @@ def packed(array) -> Packed:
     """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-    values = array.values.to_numpy(zero_copy_only=False)
-    return Packed(values, offsets - offsets[0]) if len(offsets) and offsets[0] else \
-        Packed(values, offsets)
+    offsets = from_arrow(array.offsets).astype(np.int64)    # into the whole child, even
+    values = from_arrow(array.values)                        # for a slice of the array
+    start = offsets[0] if len(offsets) else 0
+    return Packed(values[start:offsets[-1] if len(offsets) else 0], offsets - start)
 
 
 def ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
     """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
-    offsets = pa.array(bounds, type=pa.int64() if bounds[-1] >= 1 << 31 else pa.int32()) \
-        if len(bounds) else pa.array([0], type=pa.int32())
+    bounds = np.asarray(bounds if len(bounds) else [0])
+    offsets = to_arrow(bounds.astype(np.int64 if bounds[-1] >= 1 << 31 else np.int32))
     cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
-    return cls.from_arrays(offsets, pa.array(np.asarray(values, dtype=np.float64)))
+    return cls.from_arrays(offsets, to_arrow(np.asarray(values, dtype=np.float64)))
 
 
 def list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
     n, width = values.shape
-    offsets = pa.array(np.arange(0, n * width + 1, max(width, 1), dtype=np.int32)[: n + 1]
+    offsets = to_arrow(np.arange(0, n * width + 1, max(width, 1), dtype=np.int32)[: n + 1]
                        if width else np.zeros(n + 1, dtype=np.int32))
-    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    flat = to_arrow(np.ascontiguousarray(values, dtype=np.float64).reshape(-1))
     if mask is None:
         return pa.ListArray.from_arrays(offsets, flat)
-    return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(mask))
+    bits = pa.py_buffer(np.packbits(np.asarray(mask, dtype=bool), bitorder="little"))
+    return pa.ListArray.from_arrays(offsets, flat, mask=pa.Array.from_buffers(
+        pa.bool_(), n, [None, bits]))
 
 
 def kernel_function(spec: KernelSpec, args_are_lists: tuple[bool, ...], returns_list: bool,
@@ -81,7 +105,7 @@ def kernel_function(spec: KernelSpec, args_are_lists: tuple[bool, ...], returns_
         inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
         out = run_sparse_kernel(spec, inputs, sparse, constants) if any(sparse) else \
             run_kernel(spec, *inputs, constants=constants)
-        return list_array(out) if returns_list else pa.array(out)
+        return list_array(out) if returns_list else to_arrow(out)
     return apply
 
 
@@ -97,7 +121,7 @@ def aggregate_function(agg: str, expected: int) -> Callable[[pa.Array, pa.Array]
     def apply(groups, counts):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = from_arrow(groups.value_lengths())
         values = rows(groups.flatten())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         out = pairwise.reduceat(values, starts, axis=0) if len(values) else np.zeros((0, 0))
@@ -121,7 +145,7 @@ def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
             if len(values) else np.zeros((0, spec.sub_size))
         inner = list_array(pieces, mask=~np.any((pieces != 0) | np.signbit(pieces), axis=1))
         outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
-        return pa.ListArray.from_arrays(pa.array(outer), inner)
+        return pa.ListArray.from_arrays(to_arrow(outer), inner)
     return apply
 
 
@@ -132,7 +156,7 @@ def stack_function(spec: GatherSpec, values_are_lists: bool) -> Callable[[pa.Arr
     def apply(groups):
         if isinstance(groups, pa.ChunkedArray):
             groups = groups.combine_chunks()
-        lengths = groups.value_lengths().to_numpy(zero_copy_only=False)
+        lengths = from_arrow(groups.value_lengths())
         items = groups.flatten()
         positions = scalars(items.field("p")).astype(np.int64)
         values = items.field("v")

@@ -10,12 +10,15 @@ have that label; repeated labels add their strides, which takes a diagonal).
 The same text form (``KernelSpec.text``) drives the NumPy kernels registered in
 DuckDB and the C kernels of the PostgreSQL extension:
 
-    OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+    OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
 
 OP is a binary operator (mul, add, sub, div) for two inputs, or a unary function
 for one input: id, neg, relu, exp, log, sqrt, sigmoid, tanh, abs, or one with a
 constant ``name:c``: mulc (x*c), addc (x+c), subc (x-c), rsubc (c-x), divc (x/c),
-rdivc (c/x), maxc (max(x,c)), minc (min(x,c)), powc (x**c).
+rdivc (c/x), maxc (max(x,c)), minc (min(x,c)), powc (x**c). A stride list marked
+``~`` is an input given as a packed sparse payload (`sparse_einsum.blocks`: the flat
+offsets of its non-zeros in the dense payload the strides describe, then their values);
+only the C kernels read the mark.
 
 A gather spec moves sub-tensors for repartitioning (``take`` cuts the sub-tensor
 at position POS out of a value; ``stack`` scatters sub-tensors into a bigger one):
@@ -44,6 +47,7 @@ class KernelSpec:
     n_out: int                               # how many leading dims index the output
     strides: tuple[tuple[int, ...], ...]     # per input, one stride per loop dim
     in_sizes: tuple[int, ...]                # flat size of each input
+    packed: tuple[bool, ...] = ()            # per input: a packed sparse payload
 
     @property
     def out_dims(self) -> tuple[int, ...]:
@@ -60,7 +64,8 @@ class KernelSpec:
     @property
     def text(self) -> str:
         parts = [self.op, self.agg, str(self.n_out), _ints(self.dims)]
-        parts += [_ints(s) for s in self.strides]
+        packed = self.packed or (False,) * self.arity
+        parts += [("~" if p else "") + _ints(s) for s, p in zip(self.strides, packed)]
         return ";".join(parts)
 
 

@@ -165,11 +165,13 @@ def subsets(labels: tuple[str, ...]) -> Iterator[frozenset[str]]:
             yield frozenset(combo)
 
 
-def candidates(v: Vertex, sizes: dict[str, int]) -> list[Choice]:
+def candidates(v: Vertex, sizes: dict[str, int], tiled: bool = True) -> list[Choice]:
     """The choices a vertex may take: every combination of tile sizes per label (promoted,
-    demoted, or one of `tile_sizes`) while there are at most ALL_TILINGS; beyond, every
-    promotion of its labels (see `promotions`) and each of those with one label tiled."""
-    options = {l: sorted({1, sizes[l], *tile_sizes(sizes[l])}) for l in v.all_labels}
+    demoted, or one of `tile_sizes`; without `tiled`, promoted or demoted only) while
+    there are at most ALL_TILINGS; beyond, every promotion of its labels (see
+    `promotions`) and each of those with one label tiled."""
+    options = {l: sorted({1, sizes[l], *(tile_sizes(sizes[l]) if tiled else ())})
+               for l in v.all_labels}
     if prod(len(o) for o in options.values()) <= ALL_TILINGS:
         return [Choice.of(dict(zip(options, combo)))
                 for combo in itertools.product(*options.values())]
@@ -211,10 +213,12 @@ def _merge_lists(a: list[Partial], b: list[Partial], k: int) -> list[Partial]:
 
 
 class SearchSpace:
-    """The decompositions each vertex may take (within the memory cap) and their costs."""
+    """The decompositions each vertex may take (within the memory cap; without `tiled`,
+    labels promoted or demoted only: the paper's space) and their costs."""
 
-    def __init__(self, dag: Dag, model: CostModel, stored: dict[str, Tiling]):
-        self.dag, self.model, self.stored = dag, model, stored
+    def __init__(self, dag: Dag, model: CostModel, stored: dict[str, Tiling],
+                 tiled: bool = True):
+        self.dag, self.model, self.stored, self.tiled = dag, model, stored, tiled
         self._moves: dict[tuple[str, Tiling | None, Tiling], float] = {}
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
 
@@ -225,7 +229,7 @@ class SearchSpace:
         found = {}
         for v in self.dag.vertices:
             found[v.name] = []
-            for c in candidates(v, self.dag.label_sizes(v)):
+            for c in candidates(v, self.dag.label_sizes(v), self.tiled):
                 thin = [k for k, o in enumerate(v.operands)
                         if self.model.sparse_worthwhile(o.tensor, c.tiling(o.labels))]
                 for r in range(len(thin) + 1):

@@ -1,15 +1,17 @@
 """Lower a Program into a DAG of binary and unary vertices.
 
 A statement whose right side is a product of tensor references (and constants)
-summed over its free labels is split along an opt_einsum contraction path, so
-that sums are pushed down; a summed sum or difference of terms is split into one
-such sum per term. Any other expression becomes one vertex per operator, with the
+summed over its free labels is split along a contraction path, so that sums are
+pushed down: the path a `PathChooser` gives (the optimizer's, chosen with sparsity
+and decompositions; see `sparse_einsum.optimizer.order`), else opt_einsum's dense
+one; a summed sum or difference of terms is split into one such sum per term. Any other expression becomes one vertex per operator, with the
 statement's aggregate applied at the root.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Callable, Iterator, Protocol
 
 import opt_einsum
 
@@ -20,13 +22,62 @@ from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_la
 from .ops import BY_SYMBOL, with_constant
 
 
-def lower(program: Program, shapes: dict[str, tuple[int, ...]]) -> Dag:
-    """Build the DAG. `shapes` holds the shape of every input tensor."""
+# opt_einsum's format: pairs of positions in the list of operands left, each result appended
+ContractionPath = list[tuple[int, int]]
+
+
+class PathChooser(Protocol):
+    def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
+                 const: float) -> ContractionPath:
+        """The contraction path of a product of `operands` (tensors of `dag`) onto the
+        labels `target`, times `const`."""
+
+
+def lower(program: Program, shapes: dict[str, tuple[int, ...]],
+          choose_path: PathChooser | None = None) -> Dag:
+    """Build the DAG. `shapes` holds the shape of every input tensor; products of three
+    or more tensors follow `choose_path` (default: opt_einsum's path)."""
     dag = Dag({n: d.labels for n, d in program.inputs.items()},
               {n: shapes[n] for n in program.inputs}, program.outputs)
     for st in program.statements:
-        _Lowerer(dag, st).run()
+        _Lowerer(dag, st, choose_path or dense_path).run()
     return dag
+
+
+def dense_path(dag: Dag, operands: list[Operand], target: tuple[str, ...],
+               const: float = 1.0) -> ContractionPath:
+    """opt_einsum's contraction path, from the shapes alone."""
+    sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
+    letters = _letters(sizes)
+    terms = ["".join(letters[l] for l in o.labels) for o in operands]
+    out_term = "".join(letters[l] for l in target)
+    path, _ = opt_einsum.contract_path(f"{','.join(terms)}->{out_term}",
+                                       *(dag.shapes[o.tensor] for o in operands),
+                                       shapes=True, optimize="auto")
+    return [tuple(sorted(pair)) for pair in path]
+
+
+def contraction(operands: list[Operand], path: ContractionPath, target: tuple[str, ...],
+                const: float, name: str | None, fresh: Callable[[], str], line: int = 0
+                ) -> Iterator[Vertex]:
+    """The vertices of a product of `operands` along `path`, summed onto `target` and
+    times `const`: each step keeps the labels later operands or the target need (sums
+    pushed down); the last vertex is `name` (None: named like the others, by `fresh()`)."""
+    operands = list(operands)
+    for step, (i, j) in enumerate(sorted(pair) for pair in path):
+        right, left = operands.pop(j), operands.pop(i)
+        last = step == len(path) - 1
+        if last and const == 1.0:
+            yield Vertex(name or fresh(), target, "mul", "sum", (left, right), line)
+            return
+        needed = set(target).union(*(o.labels for o in operands))
+        labels = target if last else tuple(
+            l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
+        vertex = Vertex(fresh(), labels, "mul", "sum", (left, right), line)
+        operands.append(Operand(vertex.name, vertex.labels))
+        yield vertex
+    yield Vertex(name or fresh(), target, with_constant("mulc", const), "sum", (operands[0],),
+                 line)
 
 
 @dataclass(frozen=True)
@@ -39,8 +90,9 @@ class _Target:
 
 
 class _Lowerer:
-    def __init__(self, dag: Dag, st: Statement):
+    def __init__(self, dag: Dag, st: Statement, choose_path: PathChooser):
         self.dag, self.st, self.count = dag, st, 0
+        self.choose_path = choose_path
         self.sizes: dict[str, int] = {}
         for ref in expr_refs(st.expr):
             self.sizes.update(zip(ref.labels, dag.shapes[ref.name]))
@@ -136,35 +188,26 @@ class _Lowerer:
 
     def _emit(self, labels: tuple[str, ...], op: str, agg: str,
               operands: tuple[Operand, ...], final: bool) -> Operand:
-        if final:
-            name = self.st.out
-        else:
-            self.count += 1
-            name = f"{self.st.out}~{self.count}"
-        return self.dag.add(Vertex(name, labels, op, agg, operands, self.st.line),
-                            tuple(self.sizes[l] for l in labels))
+        name = self.st.out if final else self._fresh()
+        return self._add(Vertex(name, labels, op, agg, operands, self.st.line))
+
+    def _fresh(self) -> str:
+        self.count += 1
+        return f"{self.st.out}~{self.count}"
+
+    def _add(self, vertex: Vertex) -> Operand:
+        return self.dag.add(vertex, tuple(self.sizes[l] for l in vertex.labels))
 
     # -- products: contraction path ----------------------------------------
     def _contract(self, refs: list[Ref], const: float, target: _Target) -> Operand:
         operands = [Operand(r.name, r.labels) for r in refs]
-        shapes = [self.dag.shapes[r.name] for r in refs]
-        letters = _letters(self.sizes)
-        terms = ["".join(letters[l] for l in o.labels) for o in operands]
-        out_term = "".join(letters[l] for l in target.labels)
-        path, _ = opt_einsum.contract_path(f"{','.join(terms)}->{out_term}", *shapes,
-                                           shapes=True, optimize="auto")
-        for step, (i, j) in enumerate(sorted(pair) for pair in path):
-            right, left = operands.pop(j), operands.pop(i)
-            last = step == len(path) - 1
-            if last and const == 1.0:
-                return self._emit(target.labels, "mul", "sum", (left, right), target.final)
-            needed = set(target.labels).union(*(o.labels for o in operands))
-            labels = tuple(l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
-            if last:
-                labels = target.labels
-            operands.append(self._emit(labels, "mul", "sum", (left, right), final=False))
-        return self._emit(target.labels, with_constant("mulc", const), "sum", (operands[0],),
-                          target.final)
+        path = self.choose_path(self.dag, operands, target.labels, const) \
+            if len(operands) > 2 else [(0, 1)]
+        name = self.st.out if target.final else None
+        for vertex in contraction(operands, path, target.labels, const, name, self._fresh,
+                                  self.st.line):
+            result = self._add(vertex)
+        return result
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,6 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     name = "duckdb-native"
     operation_sql = "duckdb-builtin"       # scalar SQL that the 1.5 shell evaluates as 2.0 does
     unspillable_state = True               # the extension's aggregate states live in malloc
-    sparse_payloads = False                # the extension has no packed-payload kernels yet
     kernels = "native C: the sparse_einsum DuckDB extension"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:

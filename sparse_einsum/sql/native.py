@@ -1,7 +1,8 @@
 """SQL calling the sparse_einsum C kernels, which both engines' extensions provide with
 the same names and arguments (udf_kernels/postgres, udf_kernels/duckdb):
 
-    se_kernel1/2(kernel spec, a[, b])   the kernel's result array
+    se_kernel1/2(kernel spec, a[, b])   the kernel's result array (an input marked ~ in
+                                        the spec is a packed sparse payload)
     se_value1/2(kernel spec, a[, b])    its one element, for a scalar result
     se_vsum/se_vmax/se_vmin(v)          element-wise aggregates
     se_wsum(w, v)                       sum of w * v, never forming w * v
@@ -15,6 +16,7 @@ is passed where an array is expected (`array_of_scalar`) and in how they explode
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from ..kernels.spec import GatherSpec, KernelSpec
@@ -45,9 +47,9 @@ class NativeDialect(Dialect):
                sparse: tuple[bool, ...] = ()) -> str:
         assert constant is None, "the C kernels take a one-tuple operand joined to every row"
         name = "se_kernel" if spec.n_out else "se_value"
-        arrays = [f"se_densify({a}, {size})" if packed else self._arg(a, is_list)
-                  for a, is_list, packed, size in zip(args, lists, sparse or (False,) * len(args),
-                                                      spec.in_sizes)]
+        if any(sparse):     # a product-sum runs over the non-zeros, other kernels densify
+            spec = replace(spec, packed=tuple(sparse))
+        arrays = [self._arg(a, is_list) for a, is_list in zip(args, lists)]
         return f"{name}{spec.arity}({spec_literal(spec)}, {', '.join(arrays)})"
 
     def sparsify(self, step: StepBuilder, value: str) -> str:

@@ -4,6 +4,13 @@ For each vertex the fully relational join size follows the textbook estimator
 (T_U T_V / prod max V over shared labels); grouping uses the expected number of
 distinct groups hit by T_join uniformly placed tuples, n (1 - exp(-T_join / n)),
 the same uniformity assumption as formula 7.
+
+Skew (beyond the paper): on one shared label x the join holds sum_x d_U(x) d_V(x)
+tuples, d the degrees (non-zeros per index). Where the inputs' degrees are known
+(`Degrees`), a tensor meeting itself (A[i,j] A[j,k] of a graph) gets that sum exactly,
+and any other pair the uniform estimate capped by a bound in the style of Galley's
+chain bound, min(|d_U|_2 |d_V|_2, T_U max d_V, T_V max d_U). The ratio to the uniform
+estimate (`join_skew`) scales the estimates where both operands keep other keys.
 """
 from __future__ import annotations
 
@@ -60,6 +67,34 @@ def operand_stats(stats: TensorStats, operand: Operand) -> OperandStats:
     return OperandStats(nnz, distinct, bounds, stats if plain else None, operand.labels)
 
 
+def join_skew(vertex: Vertex, ops: list[OperandStats]) -> float:
+    """The degree-aware relational join size of a product of two operands over the
+    uniform one (1 when the degrees are unknown or several labels are shared)."""
+    if not (vertex.annihilates and len(ops) == 2):
+        return 1.0
+    u, v = ops
+    shared = [l for l in u.distinct if l in v.distinct]
+    du, dv = _degrees(u, shared), _degrees(v, shared)
+    if du is None or dv is None or u.nnz <= 0 or v.nnz <= 0:
+        return 1.0
+    (label,) = shared
+    uniform = u.nnz * v.nnz / max(u.distinct[label], v.distinct[label], 1.0)
+    if u.tensor is v.tensor:              # a tensor meeting itself: its degrees' dot product
+        a, b = sorted((u.labels.index(label), v.labels.index(label)))
+        exact = du[0] ** 2 if a == b else u.tensor.degrees.dots.get((a, b))
+        if exact is not None:
+            return exact / uniform
+    return min(uniform, du[0] * dv[0], u.nnz * dv[1], v.nnz * du[1]) / uniform
+
+
+def _degrees(o: OperandStats, shared: list[str]) -> tuple[float, float] | None:
+    """(l2 norm, max) of an operand's degrees on the one shared label, when known."""
+    if len(shared) != 1 or o.tensor is None or o.tensor.degrees is None:
+        return None
+    axis = o.labels.index(shared[0])
+    return o.tensor.degrees.l2[axis], o.tensor.degrees.max[axis]
+
+
 @dataclass(frozen=True)
 class JoinEstimate:
     tuples: float                   # fully relational join (or domain) size
@@ -80,7 +115,8 @@ def relational_join(vertex: Vertex, ops: list[OperandStats]) -> JoinEstimate:
         distinct = {**u.distinct, **v.distinct}
         for l in shared:
             distinct[l] = min(u.distinct[l], v.distinct[l])
-        tuples = min(u.nnz * v.nnz / denominator, prod(max(d, 1.0) for d in distinct.values()))
+        tuples = min(u.nnz * v.nnz / denominator * join_skew(vertex, ops),
+                     prod(max(d, 1.0) for d in distinct.values()))
         return JoinEstimate(tuples, {l: distinct_after(d, tuples) for l, d in distinct.items()})
     if len(ops) == 1 or vertex.op == "div":
         return JoinEstimate(float(prod(bounds.values())), {l: float(b) for l, b in bounds.items()})
@@ -118,6 +154,7 @@ def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
     T0[i,k] * A[i,j] has as many (i,j) sub-tensors as A has non-zeros."""
     result = {}
     shared = [l for l in ops[0].distinct if len(ops) == 2 and l in ops[1].distinct]
+    skew = join_skew(vertex, ops)
     for r in range(len(vertex.labels) + 1):
         for axes in itertools.combinations(range(len(vertex.labels)), r):
             s = {vertex.labels[a] for a in axes}
@@ -130,6 +167,8 @@ def support(vertex: Vertex, ops: list[OperandStats], join: JoinEstimate,
                 keep = s | set(shared)
                 est = ops[0].promoting(keep) * ops[1].promoting(keep) / prod(
                     max(ops[0].distinct[l], ops[1].distinct[l], 1.0) for l in shared)
+                if all(set(o.distinct) & s - set(shared) for o in ops):
+                    est *= skew          # both keep other keys: the degrees' skew shows
                 if not set(shared) <= s:
                     # project the other shared labels out; also bounded by the join
                     # of the operands' own projections on S
@@ -155,17 +194,21 @@ def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, Tensor
     """Statistics of every tensor of the DAG: exact for inputs, estimated after."""
     stats = dict(input_stats)
     for v in dag.vertices:
-        ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
-        bounds = dag.label_sizes(v)
-        values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
-        if not v.annihilates and not v.is_binary and not v.agg_labels:
-            stats[v.name] = dense_stats(dag.shapes[v.name], **values)
-            continue
-        join = relational_join(v, ops)
-        out = replace(output_stats(v, join, bounds), **values)
-        if len(v.labels) <= 6:
-            sup = support(v, ops, join, bounds)
-            full = sup[frozenset(range(len(v.labels)))]
-            out = replace(out, nnz=min(out.nnz, full), support=sup)
-        stats[v.name] = out
+        stats[v.name] = vertex_stats(dag, v, stats)
     return stats
+
+
+def vertex_stats(dag: Dag, v: Vertex, stats: Mapping[str, TensorStats]) -> TensorStats:
+    """Estimated statistics of a vertex's output from its operands' (in `stats`)."""
+    ops = [operand_stats(stats[o.tensor], o) for o in v.operands]
+    bounds = dag.label_sizes(v)
+    values = value_stats(v, [stats[o.tensor] for o in v.operands], bounds)
+    if not v.annihilates and not v.is_binary and not v.agg_labels:
+        return dense_stats(dag.shapes[v.name], **values)
+    join = relational_join(v, ops)
+    out = replace(output_stats(v, join, bounds), **values)
+    if len(v.labels) <= 6:
+        sup = support(v, ops, join, bounds)
+        full = sup[frozenset(range(len(v.labels)))]
+        out = replace(out, nnz=min(out.nnz, full), support=sup)
+    return out

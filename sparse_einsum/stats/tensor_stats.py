@@ -1,5 +1,7 @@
 """Statistics of a tensor: T(U), the number of non-zeros, and V(l, U) per axis,
-the number of non-empty sub-tensors when only that axis is promoted."""
+the number of non-empty sub-tensors when only that axis is promoted; for inputs also
+the degrees per axis (the non-zeros at each index): their l2 norm, their maximum, and
+the dot products of two axes' degrees, which bound and size joins on skewed data."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ class TensorStats:
     max_abs: float = float("inf")   # a bound on |value| (exact for inputs)
     finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
     tile_counts: dict[Tiling, float] | None = None   # exact non-empty tiles (inputs)
+    degrees: "Degrees | None" = None        # exact degree statistics (inputs)
 
     def tuples(self, tiling: Tiling) -> float:
         """Expected tuples (non-empty payloads) under a tiling: counted for inputs, else
@@ -38,6 +41,23 @@ class TensorStats:
         if self.support is not None and frozenset(keyed) in self.support:
             return min(uniform, self.support[frozenset(keyed)])
         return uniform
+
+
+@dataclass(frozen=True)
+class Degrees:
+    """The degrees of a tensor along each axis: d_a(x) = non-zeros with index x on axis a."""
+    l2: tuple[float, ...]                  # per axis: sqrt(sum_x d_a(x)^2)
+    max: tuple[float, ...]                 # per axis: max_x d_a(x)
+    dots: dict[tuple[int, int], float]     # axes a < b of one size: sum_x d_a(x) d_b(x)
+
+    @classmethod
+    def of(cls, counts: list[np.ndarray]) -> "Degrees":
+        """From the degree vector of each axis."""
+        c = [x.astype(np.float64) for x in counts]
+        return cls(tuple(float(np.sqrt(x @ x)) for x in c),
+                   tuple(float(x.max(initial=0.0)) for x in c),
+                   {(a, b): float(c[a] @ c[b]) for a in range(len(c))
+                    for b in range(a + 1, len(c)) if len(c[a]) == len(c[b])})
 
 
 def _values(values: np.ndarray) -> dict:
@@ -63,27 +83,29 @@ def exact_stats(x: object) -> TensorStats:
         rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[nonzero]
         cols = csr.indices[nonzero]
         nnz = len(rows)
-        distinct = (float(np.count_nonzero(np.diff(csr.indptr) if nonzero.all() else
-                                           np.bincount(rows, minlength=csr.shape[0]))),
-                    float(np.count_nonzero(np.bincount(cols, minlength=csr.shape[1]))))
+        counts = [np.diff(csr.indptr) if nonzero.all() else
+                  np.bincount(rows, minlength=csr.shape[0]),
+                  np.bincount(cols, minlength=csr.shape[1])]
+        distinct = tuple(float(np.count_nonzero(c)) for c in counts)
         return TensorStats(tuple(csr.shape), float(nnz), distinct,
                            tile_counts=_tile_counts(csr.shape, rows, cols),
-                           **_values(csr.data[nonzero]))
+                           degrees=Degrees.of(counts), **_values(csr.data[nonzero]))
     array = np.asarray(x)
     nonzero = array != 0
     nnz = int(np.count_nonzero(nonzero))
-    distinct = []
+    counts = []
     for axis in range(array.ndim):
         others = tuple(a for a in range(array.ndim) if a != axis)
-        distinct.append(float(np.count_nonzero(nonzero.any(axis=others) if others else nonzero)))
-    counts = None
+        counts.append(np.count_nonzero(nonzero, axis=others) if others else nonzero)
+    distinct = [float(np.count_nonzero(c)) for c in counts]
+    tiles = None
     if array.ndim == 2:
-        counts = _tile_counts(array.shape, *np.nonzero(nonzero)) if nnz < array.size else \
+        tiles = _tile_counts(array.shape, *np.nonzero(nonzero)) if nnz < array.size else \
             {tiling: float(key_range(tiling[0], array.shape[0]) *
                            key_range(tiling[1], array.shape[1]))
              for tiling in _tilings(array.shape)}
     return TensorStats(tuple(array.shape), float(nnz), tuple(distinct),
-                       tile_counts=counts, **_values(array))
+                       tile_counts=tiles, degrees=Degrees.of(counts), **_values(array))
 
 
 def _tilings(shape: tuple[int, int]) -> list[Tiling]:
@@ -157,4 +179,4 @@ def dense_stats(shape: tuple[int, ...], **values) -> TensorStats:
     return TensorStats(tuple(shape), float(prod(shape)), tuple(float(s) for s in shape), **values)
 
 
-__all__ = ["TensorStats", "exact_stats", "distinct_after", "dense_stats"]
+__all__ = ["TensorStats", "Degrees", "exact_stats", "distinct_after", "dense_stats"]

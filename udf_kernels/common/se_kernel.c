@@ -207,7 +207,7 @@ se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err)
 		return false;
 	nf = split_fields(buf, f, 6);
 	if (nf < 5 || nf > 6)
-		return fail(err, "expected OP;AGG;N_OUT;DIMS;STRIDES_A[;STRIDES_B]");
+		return fail(err, "expected OP;AGG;N_OUT;DIMS;[~]STRIDES_A[;[~]STRIDES_B]");
 	ks->arity = nf - 4;
 
 	colon = strchr(f[0], ':');
@@ -251,7 +251,11 @@ se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err)
 	ks->n_out = (int) n_out[0];
 	for (int k = 0; k < ks->arity; k++)
 	{
-		int			n = parse_ints(f[4 + k], ks->st[k], "STRIDES", err);
+		const char *field = f[4 + k];
+		int			n;
+
+		ks->packed[k] = *field == '~';
+		n = parse_ints(field + ks->packed[k], ks->st[k], "STRIDES", err);
 
 		if (n < 0)
 			return false;
@@ -565,4 +569,189 @@ se_vagg_update(int agg, double *acc, const double *x, int64_t n)
 	else
 		for (int64_t i = 0; i < n; i++)
 			SE_STEP_MIN(acc[i], x[i]);
+}
+
+/* ---------------------------------------------------------------- packed sparse payloads */
+
+/* Row-major output offset step of each loop dim (0 for reduced dims). */
+static void
+out_strides(const se_kspec *ks, int64_t *oc)
+{
+	int64_t		step = 1;
+
+	for (int t = ks->ndims - 1; t >= 0; t--)
+	{
+		oc[t] = t < ks->n_out ? step : 0;
+		if (t < ks->n_out)
+			step *= ks->dims[t];
+	}
+}
+
+bool
+se_kspec_sparse(const se_kspec *ks, se_sparse *sk)
+{
+	int64_t		oc[SE_MAXDIMS];
+	int			s, d;
+
+	if (ks->op != OP_mul || ks->agg != SE_AGG_SUM || ks->arity != 2 ||
+		ks->packed[0] == ks->packed[1])
+		return false;
+	s = ks->packed[0] ? 0 : 1;
+	d = 1 - s;
+	out_strides(ks, oc);
+	memset(sk, 0, sizeof(*sk));
+	sk->s = s;
+	sk->size = ks->need[s];
+	sk->out_size = ks->out_size;
+	for (int t = 0; t < ks->ndims; t++)
+	{
+		sk->empty |= ks->dims[t] == 0;
+		if (ks->dims[t] == 1)
+			continue;			/* index 0 only: nothing to decode or loop over */
+		if (ks->st[s][t] == 0)
+		{
+			sk->f_dim[sk->nf] = ks->dims[t];
+			sk->f_dst[sk->nf] = ks->st[d][t];
+			sk->f_ost[sk->nf++] = oc[t];
+			continue;
+		}
+		/* insertion by decreasing stride */
+		{
+			int			j = sk->nk++;
+
+			for (; j > 0 && sk->k_st[j - 1] < ks->st[s][t]; j--)
+			{
+				sk->k_dim[j] = sk->k_dim[j - 1];
+				sk->k_st[j] = sk->k_st[j - 1];
+				sk->k_dst[j] = sk->k_dst[j - 1];
+				sk->k_ost[j] = sk->k_ost[j - 1];
+			}
+			sk->k_dim[j] = ks->dims[t];
+			sk->k_st[j] = ks->st[s][t];
+			sk->k_dst[j] = ks->st[d][t];
+			sk->k_ost[j] = oc[t];
+		}
+	}
+	/* offsets decode uniquely (greedily) when each stride exceeds the reach of the smaller */
+	{
+		int64_t		reach = 0;
+
+		for (int j = sk->nk - 1; j >= 0; j--)
+		{
+			if (sk->k_st[j] <= reach)
+				return false;
+			reach += sk->k_st[j] * (sk->k_dim[j] - 1);
+		}
+	}
+	return true;
+}
+
+/* out[o + i*so] += v * w[i*sw] over the free dims from dim f on (the last one innermost). */
+static void
+sparse_free_loop(const se_sparse *sk, int f, double v, const double *w, double *o)
+{
+	const int64_t n = sk->f_dim[f], sw = sk->f_dst[f], so = sk->f_ost[f];
+
+	if (f < sk->nf - 1)
+	{
+		for (int64_t i = 0; i < n; i++)
+			sparse_free_loop(sk, f + 1, v, w + i * sw, o + i * so);
+	}
+	else if (sw == 1 && so == 1)
+		se_axpy(n, v, w, o);
+	else
+		for (int64_t i = 0; i < n; i++)
+			o[i * so] += v * w[i * sw];
+}
+
+bool
+se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
+			  double *out, char *err)
+{
+	const int64_t nnz = n / 2;
+
+	if (n % 2)
+		return fail(err, "a packed payload has an even length, not %lld", (long long) n);
+	if (sk->out_size > 0)
+		memset(out, 0, sizeof(double) * sk->out_size);
+	if (sk->empty)
+		return true;
+	for (int64_t e = 0; e < nnz; e++)
+	{
+		const double at = packed[e];
+		int64_t		rest, od = 0, oo = 0;
+		bool		reached = true;
+
+		if (!(at >= 0 && at < (double) sk->size))
+			return fail(err, "offset %g outside a payload of %lld elements", at, (long long) sk->size);
+		rest = (int64_t) at;
+		for (int j = 0; j < sk->nk && reached; j++)
+		{
+			int64_t		i = rest / sk->k_st[j];
+
+			reached = i < sk->k_dim[j];
+			rest -= i * sk->k_st[j];
+			od += i * sk->k_dst[j];
+			oo += i * sk->k_ost[j];
+		}
+		if (!reached || rest != 0)
+			continue;			/* an element the kernel does not read (off a diagonal) */
+		if (sk->nf == 0)
+			out[oo] += packed[nnz + e] * dense[od];
+		else
+			sparse_free_loop(sk, 0, packed[nnz + e], dense + od, out + oo);
+	}
+	return true;
+}
+
+SE_VECTORIZED bool
+se_all_finite(const double *x, int64_t n)
+{
+	int			bad = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		bad |= x[i] - x[i] != 0.0;	/* NaN exactly for inf and NaN */
+	return !bad;
+}
+
+bool
+se_unpack(const double *packed, int64_t n, int64_t size, double *out, char *err)
+{
+	const int64_t nnz = n / 2;
+
+	if (n % 2)
+		return fail(err, "a packed payload has an even length, not %lld", (long long) n);
+	if (size > 0)
+		memset(out, 0, sizeof(double) * size);
+	for (int64_t e = 0; e < nnz; e++)
+	{
+		const double at = packed[e];
+
+		if (!(at >= 0 && at < (double) size))
+			return fail(err, "offset %g outside a payload of %lld elements", at, (long long) size);
+		out[(int64_t) at] = packed[nnz + e];
+	}
+	return true;
+}
+
+int64_t
+se_count_nonzero(const double *x, int64_t n)
+{
+	int64_t		k = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		k += x[i] != 0.0;
+	return k;
+}
+
+void
+se_pack(const double *x, int64_t n, int64_t nnz, double *out)
+{
+	for (int64_t i = 0, j = 0; i < n; i++)
+		if (x[i] != 0.0)
+		{
+			out[j] = (double) i;
+			out[nnz + j] = x[i];
+			j++;
+		}
 }

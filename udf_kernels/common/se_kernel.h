@@ -5,8 +5,12 @@
  * Engine-neutral: nothing here allocates, and a parse error is returned as text for the
  * engine to raise through its own error API.
  *
- *   kernel spec  OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+ *   kernel spec  OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
  *   gather spec  SIZE;DN0,...;SN0,...;DS0,...;SS0,...
+ *
+ * A stride list marked ~ is an input given as a packed sparse payload: the flat offsets
+ * of its non-zeros within the dense payload the strides describe (ascending), then their
+ * values, in one array of 2 * nnz doubles.
  */
 #ifndef SE_KERNEL_H
 #define SE_KERNEL_H
@@ -41,8 +45,26 @@ typedef struct se_kspec
 	int64_t		dims[SE_MAXDIMS];
 	int64_t		st[2][SE_MAXDIMS];	/* strides per input (zeros for a missing b) */
 	int64_t		out_size, red_size;
-	int64_t		need[2];		/* minimal input lengths */
+	int64_t		need[2];		/* minimal input lengths (of the dense form, if packed) */
+	bool		packed[2];		/* input k is a packed sparse payload */
 } se_kspec;
+
+/*
+ * A product-sum kernel driven by the non-zeros of its one packed input s: each non-zero's
+ * loop indices are decoded from its offset (dims of s by decreasing stride), then the
+ * loop dims s does not have (`free`) run against the dense input d.
+ */
+typedef struct se_sparse
+{
+	int			s;				/* the packed input; the dense one is 1 - s */
+	int			nk;				/* dims of s (size > 1), by decreasing stride */
+	int64_t		k_dim[SE_MAXDIMS], k_st[SE_MAXDIMS], k_dst[SE_MAXDIMS], k_ost[SE_MAXDIMS];
+	int			nf;				/* the other dims (size > 1), in loop order */
+	int64_t		f_dim[SE_MAXDIMS], f_dst[SE_MAXDIMS], f_ost[SE_MAXDIMS];
+	int64_t		size;			/* elements of the dense form of s */
+	int64_t		out_size;
+	bool		empty;			/* some loop dim is 0: the result is all zeros */
+} se_sparse;
 
 /*
  * A kernel that is one (batched) matrix product: out[b,m,n] = sum_k a[b,m,k] * b[b,k,n],
@@ -89,5 +111,29 @@ void		se_gspec_suboffsets(const se_gspec *g, int64_t *out);
 
 /* Flat offset of the sub-tensor at position pos (0 <= pos < positions). */
 int64_t		se_gspec_base(const se_gspec *g, int64_t pos);
+
+/* ---------------------------------------------------------------- packed sparse payloads */
+
+/* Whether the kernel runs driven by its one packed input (mul, sum, a packed input whose
+ * offsets decode uniquely); fills sk. The dense input must also be finite (se_all_finite):
+ * 0 * inf is NaN, so a non-finite dense input needs the densified kernel. */
+bool		se_kspec_sparse(const se_kspec *ks, se_sparse *sk);
+
+/* out = the kernel on packed (n doubles) and dense; false with a message in err on a bad
+ * packed payload. Exactly nnz x (product of the free dims) multiply-adds. */
+bool		se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
+						  double *out, char *err);
+
+/* Whether none of x[0..n) is inf or NaN. */
+bool		se_all_finite(const double *x, int64_t n);
+
+/* out[0..size) = the dense form of a packed payload of n doubles; false with err. */
+bool		se_unpack(const double *packed, int64_t n, int64_t size, double *out, char *err);
+
+/* Non-zeros of x[0..n). */
+int64_t		se_count_nonzero(const double *x, int64_t n);
+
+/* out[0..2 nnz) = x[0..n) packed (nnz from se_count_nonzero). */
+void		se_pack(const double *x, int64_t n, int64_t nnz, double *out);
 
 #endif

@@ -5,7 +5,8 @@
  *   aggregates.c  se_vsum / se_vmax / se_vmin (element-wise over DOUBLE[]), se_wsum
  *                 (sum of scalar * vector), se_stack (scatter sub-tensors, GatherSpec)
  *   kernels.c     se_kernel1 / se_kernel2 (KernelSpec, DOUBLE[] result), se_value1 /
- *                 se_value2 (one-element result as DOUBLE), se_take (GatherSpec)
+ *                 se_value2 (one-element result as DOUBLE), se_take (GatherSpec),
+ *                 se_densify / se_sparsify (packed sparse payloads)
  * and se_extension_version().
  */
 #define DUCKDB_EXTENSION_NAME sparse_einsum

@@ -4,12 +4,16 @@
  *   se_kernel1(spec, a), se_kernel2(spec, a, b)   DOUBLE[] result
  *   se_value1(spec, a),  se_value2(spec, a, b)    the one element of the result, as DOUBLE
  *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all zero
+ *   se_densify(packed, size), se_sparsify(v)      a packed sparse payload as a dense one
+ *                                                 of size elements, and back
  *
  * a and b are DOUBLE[] or DOUBLE (a one-element input). The spec is parsed once per
  * chunk. A matrix product runs as one (when the matrix is the same value for a run of
  * rows, as a one-tuple table joined to every row is, the rows are done four at a time
  * against it, skipping rows of it that only meet zeros); other specs run the strided
- * loop. NULL inputs give NULL.
+ * loop. An input marked ~ in the spec is a packed sparse payload: a product-sum with one
+ * runs over its non-zeros (densified where the dense input holds inf or NaN), other
+ * kernels densify it. NULL inputs give NULL.
  */
 #include "se_duckdb.h"
 
@@ -189,6 +193,79 @@ vecmat_rows(const se_gemm *g, const double *const *a, const double *b, double *c
 
 /* ---------------------------------------------------------------- se_kernel / se_value */
 
+/*
+ * Rows [lo, hi) of a spec with a packed input (in[k][row], n_in[2 * row + k] doubles; in[0]
+ * NULL for a NULL row): a product-sum runs over the non-zeros of its packed input where
+ * the dense one is finite, the rest densified.
+ */
+static bool
+packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks, const char *text,
+			uint32_t len, const double *const *in[2], const int64_t *n_in, double *const *out,
+			idx_t lo, idx_t hi)
+{
+	se_sparse	sk;
+	se_gemm		g;
+	bool		sparse = se_kspec_sparse(ks, &sk), gemm = se_kspec_gemm(ks, &g), ok = false;
+	double	   *dense[2] = {NULL, NULL};
+	const double *finite = NULL;	/* the last dense input found finite ... */
+	int64_t		finite_len = 0;		/* ... and its length */
+	char		err[SE_ERRLEN];
+
+	for (idx_t row = lo; row < hi; row++)
+	{
+		const double *x[2] = {in[0][row], in[1][row]};
+		const int64_t *n = n_in + 2 * row;
+
+		if (x[0] == NULL)
+			continue;
+		if (sparse)
+		{
+			const int	s = sk.s, d = 1 - s;
+
+			if ((x[d] == finite && n[d] == finite_len) || se_all_finite(x[d], n[d]))
+			{
+				finite = x[d];
+				finite_len = n[d];
+				if (!se_sparse_run(&sk, x[s], n[s], x[d], out[row], err))
+				{
+					fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, s ? "b" : "a",
+							 (int) len, text, err);
+					goto done;
+				}
+				continue;
+			}
+		}
+		for (int k = 0; k < ki->arity; k++)
+		{
+			if (!ks->packed[k])
+				continue;
+			if (dense[k] == NULL &&		/* on first need: the dense form may be huge */
+				(dense[k] = (double *) malloc(sizeof(double) * (size_t) (ks->need[k] > 0 ? ks->need[k] : 1))) == NULL)
+			{
+				fn_error(info, "%s: out of memory densifying input %s (%lld elements)", ki->name,
+						 k ? "b" : "a", (long long) ks->need[k]);
+				goto done;
+			}
+			if (ks->need[k] > 0 && !se_unpack(x[k], n[k], ks->need[k], dense[k], err))
+			{
+				fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, k ? "b" : "a",
+						 (int) len, text, err);
+				goto done;
+			}
+			x[k] = dense[k];
+		}
+		if (gemm)
+			se_gemm_run(&g, x[0], x[1], out[row]);
+		else
+			se_run_kernel(ks, x[0], x[1], out[row]);
+	}
+	ok = true;
+done:
+	free(dense[0]);
+	free(dense[1]);
+	return ok;
+}
+
 /* Rows [lo, hi) under one parsed spec: inputs checked, outputs computed. */
 static bool
 kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks, const char *text,
@@ -196,6 +273,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 {
 	const double **a = (const double **) calloc(hi, sizeof(double *));
 	const double **b = (const double **) calloc(hi, sizeof(double *));
+	int64_t    *n_in = (int64_t *) calloc(2 * hi, sizeof(int64_t));
 	double	  **out = (double **) calloc(hi, sizeof(double *));
 	double	   *data;
 	idx_t		base = 0;
@@ -203,7 +281,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 	se_gemm		g;
 	bool		ok = false;
 
-	if (a == NULL || b == NULL || out == NULL)
+	if (a == NULL || b == NULL || n_in == NULL || out == NULL)
 	{
 		fn_error(info, "%s: out of memory", ki->name);
 		goto done;
@@ -240,7 +318,8 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 				fn_error(info, "%s: input %s contains NULL elements", ki->name, k ? "b" : "a");
 				goto done;
 			}
-			if (n < ks->need[k])
+			n_in[2 * row + k] = n;
+			if (!ks->packed[k] && n < ks->need[k])
 			{
 				fn_error(info, "%s: input %s has %lld elements but spec \"%.*s\" reads %lld", ki->name,
 						 k ? "b" : "a", (long long) n, (int) len, text, (long long) ks->need[k]);
@@ -263,7 +342,12 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 		a[row] = in[0];
 		b[row] = in[1];
 	}
-	if (se_kspec_gemm(ks, &g) && g.batch == 1 && g.m == 1 && g.n > 1 && g.b_n == 1 && g.c_n == 1)
+	if (ks->packed[0] || ks->packed[1])
+	{
+		if (!packed_rows(info, ki, ks, text, len, (const double *const *[2]) {a, b}, n_in, out, lo, hi))
+			goto done;
+	}
+	else if (se_kspec_gemm(ks, &g) && g.batch == 1 && g.m == 1 && g.n > 1 && g.b_n == 1 && g.c_n == 1)
 	{
 		/* vector x matrix: runs of rows sharing the matrix go four at a time */
 		for (idx_t row = lo; row < hi;)
@@ -310,6 +394,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 done:
 	free(a);
 	free(b);
+	free(n_in);
 	free(out);
 	return ok;
 }
@@ -435,6 +520,112 @@ take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector 
 	}
 }
 
+/* ---------------------------------------------------------------- se_densify / se_sparsify */
+
+/* Row `row` of a DOUBLE[] argument: false for NULL (the output row set NULL); *bad when
+ * the list holds a NULL element. */
+static bool
+list_row(const se_arg *arg, idx_t row, duckdb_vector output, const double **x, int64_t *n, bool *bad)
+{
+	duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+
+	entries[row].offset = 0;
+	entries[row].length = 0;
+	if (se_arg_row(arg, row, x, n, bad))
+		return true;
+	set_null(output, row);
+	return false;
+}
+
+static void
+densify_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	idx_t		rows = duckdb_data_chunk_get_size(input), total = 0, base;
+	duckdb_vector sizes = duckdb_data_chunk_get_vector(input, 1);
+	const int64_t *size = (const int64_t *) duckdb_vector_get_data(sizes);
+	uint64_t   *size_valid = duckdb_vector_get_validity(sizes);
+	duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+	se_arg		a;
+	double	   *data;
+	char		err[SE_ERRLEN];
+
+	se_arg_init(&a, input, 0, true);
+	for (idx_t row = 0; row < rows; row++)
+	{
+		if (size_valid && !duckdb_validity_row_is_valid(size_valid, row))
+			continue;
+		if (size[row] < 0)
+			FAIL(info, "se_densify: size %lld is negative", (long long) size[row]);
+		total += (idx_t) size[row];
+	}
+	data = se_list_reserve(output, total, &base);
+	if (data == NULL)
+		FAIL(info, "se_densify: cannot allocate %llu result elements", (unsigned long long) total);
+	total = 0;
+	for (idx_t row = 0; row < rows; row++)
+	{
+		const double *x;
+		int64_t		n;
+		bool		bad = false;
+
+		if (!list_row(&a, row, output, &x, &n, &bad) ||
+			(size_valid && !duckdb_validity_row_is_valid(size_valid, row)))
+		{
+			set_null(output, row);
+			continue;
+		}
+		if (bad)
+			FAIL(info, "se_densify: packed contains NULL elements");
+		if (!se_unpack(x, n, size[row], data + total, err))
+			FAIL(info, "se_densify: %s", err);
+		entries[row].offset = base + total;
+		entries[row].length = (idx_t) size[row];
+		total += (idx_t) size[row];
+	}
+	se_list_done(output, base + total);
+}
+
+static void
+sparsify_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	idx_t		rows = duckdb_data_chunk_get_size(input), total = 0, base;
+	duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+	se_arg		v;
+	double	   *data;
+
+	se_arg_init(&v, input, 0, true);
+	for (idx_t row = 0; row < rows; row++)
+	{
+		const double *x;
+		int64_t		n;
+		bool		bad = false;
+
+		if (!list_row(&v, row, output, &x, &n, &bad))
+			continue;
+		if (bad)
+			FAIL(info, "se_sparsify: the input contains NULL elements");
+		entries[row].length = 2 * (idx_t) se_count_nonzero(x, n);
+		total += entries[row].length;
+	}
+	data = se_list_reserve(output, total, &base);
+	if (data == NULL)
+		FAIL(info, "se_sparsify: cannot allocate %llu result elements", (unsigned long long) total);
+	total = 0;
+	for (idx_t row = 0; row < rows; row++)
+	{
+		const double *x;
+		int64_t		n;
+		bool		bad = false;
+
+		if (!se_arg_row(&v, row, &x, &n, &bad))
+			continue;
+		se_pack(x, n, (int64_t) entries[row].length / 2, data + total);
+		entries[row].offset = base + total;
+		total += entries[row].length;
+	}
+	se_list_done(output, base + total);
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static const kernel_info KERNELS[] = {
@@ -451,11 +642,15 @@ new_function(const char *name, duckdb_type first, const bool *lists, int nlists,
 			 bool returns_list, duckdb_scalar_function_t fn, const void *extra)
 {
 	duckdb_scalar_function f = duckdb_create_scalar_function();
-	duckdb_logical_type t = duckdb_create_logical_type(first);
+	duckdb_logical_type t;
 
 	duckdb_scalar_function_set_name(f, name);
-	duckdb_scalar_function_add_parameter(f, t);
-	duckdb_destroy_logical_type(&t);
+	if (first != DUCKDB_TYPE_INVALID)
+	{
+		t = duckdb_create_logical_type(first);
+		duckdb_scalar_function_add_parameter(f, t);
+		duckdb_destroy_logical_type(&t);
+	}
 	for (int k = 0; k < nlists; k++)
 	{
 		t = se_type(lists[k]);
@@ -480,7 +675,7 @@ bool
 se_register_kernels(duckdb_connection con)
 {
 	const char *names[] = {"se_kernel1", "se_kernel2", "se_value1", "se_value2"};
-	static const bool take_args[] = {true};
+	static const bool one_list[] = {true};
 	bool		ok = true;
 
 	for (int s = 0; s < 4; s++)
@@ -503,11 +698,20 @@ se_register_kernels(duckdb_connection con)
 		duckdb_destroy_scalar_function_set(&set);
 	}
 	{
-		duckdb_scalar_function f = new_function("se_take", DUCKDB_TYPE_VARCHAR, take_args, 1,
-												DUCKDB_TYPE_BIGINT, true, take_function, NULL);
+		duckdb_scalar_function f[] = {
+			new_function("se_take", DUCKDB_TYPE_VARCHAR, one_list, 1, DUCKDB_TYPE_BIGINT, true,
+						 take_function, NULL),
+			new_function("se_densify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_BIGINT, true,
+						 densify_function, NULL),
+			new_function("se_sparsify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_INVALID, true,
+						 sparsify_function, NULL),
+		};
 
-		ok = ok && duckdb_register_scalar_function(con, f) == DuckDBSuccess;
-		duckdb_destroy_scalar_function(&f);
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		{
+			ok = ok && duckdb_register_scalar_function(con, f[i]) == DuckDBSuccess;
+			duckdb_destroy_scalar_function(&f[i]);
+		}
 	}
 	return ok;
 }

@@ -2,10 +2,13 @@
  * sparse_einsum_kernels: dense kernels on float8[] for sparse_einsum.
  *
  * se_kernel1/se_kernel2 interpret a KernelSpec text (sparse_einsum/kernels/spec.py):
- *     OP;AGG;N_OUT;D0,D1,...;SA0,SA1,...[;SB0,SB1,...]
+ *     OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
  * and se_value1/se_value2 return the one element of a scalar result. A spec that is a
  * matrix product runs as BLAS (OpenBLAS, one thread per backend); the rest runs the
- * strided loop of ../common/se_kernel.c, shared with the DuckDB extension.
+ * strided loop of ../common/se_kernel.c, shared with the DuckDB extension. An input
+ * marked ~ is a packed sparse payload: a product-sum with one runs over its non-zeros
+ * (densified instead where the dense input holds inf or NaN), other kernels densify it.
+ * se_densify/se_sparsify convert payloads between the two forms.
  * se_take/se_stack move sub-tensors described by a GatherSpec text:
  *     SIZE;DN0,...;SN0,...;DS0,...;SS0,...
  * se_vsum/se_vmax/se_vmin are element-wise aggregates and se_wsum(w, v) the sum of
@@ -130,6 +133,7 @@ typedef struct ArgCache
 	Size		len;
 	char	   *raw;			/* compressed bytes (inline values, state 2) */
 	ArrayType  *arr;			/* detoasted copy (state 2) */
+	int			finite;			/* whether arr holds no inf or NaN: -1 not known yet */
 } ArgCache;
 
 static ArrayType *
@@ -185,6 +189,7 @@ get_array_arg(FunctionCallInfo fcinfo, int argno, ArgCache *ac)
 		memcpy(ac->raw, v, ac->len);
 	}
 	ac->state = 2;
+	ac->finite = -1;
 	pfree(tmp);
 	return ac->arr;
 }
@@ -280,6 +285,8 @@ typedef struct KernelCache
 	se_kspec	ks;
 	bool		is_gemm;
 	se_gemm		gemm;
+	bool		is_sparse;		/* driven by the non-zeros of its packed input */
+	se_sparse	sparse;
 	ArgCache	arg[2];
 } KernelCache;
 
@@ -311,8 +318,34 @@ kernel_cache(FunctionCallInfo fcinfo, text *spec)
 	kc->speclen = len;
 	kc->ks = ks;
 	kc->is_gemm = se_kspec_gemm(&kc->ks, &kc->gemm);
+	kc->is_sparse = se_kspec_sparse(&kc->ks, &kc->sparse);
 	pfree(cs);
 	return kc;
+}
+
+/* Whether x (the array arr of argument cache ac) holds no inf or NaN; remembered for a
+ * cached broadcast copy. */
+static bool
+all_finite(ArgCache *ac, const ArrayType *arr, const double *x, int n)
+{
+	if (ac->state != 2 || ac->arr != arr)
+		return se_all_finite(x, n);
+	if (ac->finite < 0)
+		ac->finite = se_all_finite(x, n);
+	return ac->finite;
+}
+
+/* The dense form of packed input k (n doubles) of fname's spec. */
+static const double *
+unpack_input(const KernelCache *kc, int k, const double *packed, int n, const char *fname)
+{
+	double	   *dense = palloc(sizeof(double) * Max(kc->ks.need[k], 1));
+	char		err[SE_ERRLEN];
+
+	if (kc->ks.need[k] > 0 && !se_unpack(packed, n, kc->ks.need[k], dense, err))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%s: input %s of spec \"%s\": %s", fname, k ? "b" : "a", kc->spec, err)));
+	return dense;
 }
 
 /* The kernel of fcinfo's spec on its array arguments, into out (out_size elements). */
@@ -323,6 +356,8 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 	KernelCache *kc = kernel_cache(fcinfo, PG_GETARG_TEXT_PP(0));
 	const se_kspec *ks = &kc->ks;
 	const double *in[2] = {NULL, NULL};
+	ArrayType  *arr[2] = {NULL, NULL};
+	int			len[2] = {0, 0};
 	double	   *od = out_scalar;
 
 	if (ks->arity != arity)
@@ -335,16 +370,32 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 							   fname, kc->spec, ks->out_size, fname)));
 	for (int k = 0; k < arity; k++)
 	{
-		int			n;
-
-		in[k] = f8_data(get_array_arg(fcinfo, k + 1, &kc->arg[k]), &n, fname, k ? "b" : "a");
-		if (n < ks->need[k])
+		arr[k] = get_array_arg(fcinfo, k + 1, &kc->arg[k]);
+		in[k] = f8_data(arr[k], &len[k], fname, k ? "b" : "a");
+		if (!ks->packed[k] && len[k] < ks->need[k])
 			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 							errmsg("%s: input %s has %d elements but spec \"%s\" reads " INT64_FORMAT,
-								   fname, k ? "b" : "a", n, kc->spec, ks->need[k])));
+								   fname, k ? "b" : "a", len[k], kc->spec, ks->need[k])));
 	}
 	if (out_array)
 		*out_array = new_f8_array(ks->out_size, &od);
+	if (kc->is_sparse)
+	{
+		int			s = kc->sparse.s;
+		char		err[SE_ERRLEN];
+
+		if (all_finite(&kc->arg[1 - s], arr[1 - s], in[1 - s], len[1 - s]))
+		{
+			if (!se_sparse_run(&kc->sparse, in[s], len[s], in[1 - s], od, err))
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("%s: input %s of spec \"%s\": %s", fname, s ? "b" : "a",
+									   kc->spec, err)));
+			return kc;
+		}
+	}
+	for (int k = 0; k < arity; k++)
+		if (ks->packed[k])
+			in[k] = unpack_input(kc, k, in[k], len[k], fname);
 	if (!kc->is_gemm)
 		se_run_kernel(ks, in[0], in[1], od);
 	else if (!se_blas || !blas_gemm(&kc->gemm, in[0], in[1], od))
@@ -792,26 +843,12 @@ se_densify(PG_FUNCTION_ARGS)
 	int			n;
 	const double *p = f8_data(PG_GETARG_ARRAYTYPE_P(0), &n, "se_densify", "packed");
 	int64		size = PG_GETARG_INT64(1);
-	int			k = n / 2;
 	double	   *out;
-	ArrayType  *r;
+	ArrayType  *r = new_f8_array(size, &out);
+	char		err[SE_ERRLEN];
 
-	if (n % 2)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("se_densify: a packed payload has an even length, not %d", n)));
-	r = new_f8_array(size, &out);
-	if (size > 0)
-		memset(out, 0, sizeof(double) * (Size) size);
-	for (int i = 0; i < k; i++)
-	{
-		double		at = p[i];
-
-		if (!(at >= 0 && at < (double) size))
-			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-							errmsg("se_densify: offset %g outside a payload of " INT64_FORMAT
-								   " elements", at, size)));
-		out[(int64) at] = p[k + i];
-	}
+	if (!se_unpack(p, n, size, out, err))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("se_densify: %s", err)));
 	PG_RETURN_ARRAYTYPE_P(r);
 }
 
@@ -821,19 +858,10 @@ se_sparsify(PG_FUNCTION_ARGS)
 {
 	int			n;
 	const double *d = f8_data(PG_GETARG_ARRAYTYPE_P(0), &n, "se_sparsify", "dense");
-	int			k = 0;
+	int64		nnz = se_count_nonzero(d, n);
 	double	   *out;
-	ArrayType  *r;
+	ArrayType  *r = new_f8_array(2 * nnz, &out);
 
-	for (int i = 0; i < n; i++)
-		k += d[i] != 0.0;
-	r = new_f8_array(2 * (int64) k, &out);
-	for (int i = 0, j = 0; i < n; i++)
-		if (d[i] != 0.0)
-		{
-			out[j] = (double) i;
-			out[k + j] = d[i];
-			j++;
-		}
+	se_pack(d, n, nnz, out);
 	PG_RETURN_ARRAYTYPE_P(r);
 }
