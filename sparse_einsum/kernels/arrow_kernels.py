@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from ..blocks import stored
 from ..program.ops import AGGREGATES
 from .numpy_kernels import Packed, position_offsets, run_kernel, run_sparse_kernel, sparsify
 from .spec import GatherSpec, KernelSpec
@@ -143,7 +144,7 @@ def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
         values = rows(values)
         pieces = values[:, index].reshape(len(values) * spec.positions, spec.sub_size) \
             if len(values) else np.zeros((0, spec.sub_size))
-        inner = list_array(pieces, mask=~np.any((pieces != 0) | np.signbit(pieces), axis=1))
+        inner = list_array(pieces, mask=~np.any(stored(pieces), axis=1))
         outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
         return pa.ListArray.from_arrays(to_arrow(outer), inner)
     return apply
