@@ -1,9 +1,12 @@
 """The Spark backend against NumPy: a differential subset of the einsum corpus (every kind
 of plan the strategy registry names, tiles included), every operation of the language,
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
-graph, and what explain says about shuffles. Each test runs on local[2] and on
-local-cluster[2,1,2048] (the `spark` fixture: one session per master)."""
+graph, and what explain says about shuffles. The tests run on local[2] and on
+local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
+them only, to keep the module within a few minutes."""
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from sparse_einsum.api import einsum_session
 from sparse_einsum.explanation import format_explanation
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.reference import evaluate
+from sparse_einsum.optimizer.strategies import PlanSpec
 from test_einsum import distinct_plans
 
 # one of each kind: element-wise, transpose, collapse, outer, inner, GEMM, batched GEMM,
@@ -23,19 +27,35 @@ EXPRESSIONS = ["ij,ij->ij", "ijk->kji", "ij->j", "i,j->ij", "ij,ij->", "ij,jk->i
                "bij,bjk->bik", "iij->j", "ij,jk,kl->il"]
 
 
+def master(spark) -> str:
+    return spark.spark.sparkContext.master
+
+
 def check(got, want, what) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True,
                                err_msg=str(what))
 
 
-@pytest.mark.parametrize("expression", EXPRESSIONS)
-def test_einsum_matches_numpy_on_spark(expression, spark):
-    """Every distinct plan the strategy registry names (random and pinned ones tile)."""
-    ops = operands(expression, 0.5, seed=3, sparse_matrices=True)
-    expected = reference(expression, ops)
-    with einsum_session(expression, *ops, backend=spark) as session:
-        for specs in distinct_plans(session).values():
-            check(session.run(specs[0]).outputs["OUT"], expected, (expression, specs))
+def test_einsum_matches_numpy_on_spark(spark):
+    """Each expression under its optimal plan, and every other kind of plan the strategy
+    registry names (random and pinned ones tile) under two expressions each."""
+    runs: Counter = Counter()
+    tiled = 0
+    for expression in EXPRESSIONS:
+        ops = operands(expression, 0.5, seed=3, sparse_matrices=True)
+        expected = reference(expression, ops)
+        with einsum_session(expression, *ops, backend=spark) as session:
+            for specs in distinct_plans(session).values():
+                kinds = {PlanSpec.parse(spec).strategy for spec in specs}
+                if "optimal" not in kinds and all(runs[k] >= 2 for k in kinds):
+                    continue
+                run = session.run(specs[0])
+                check(run.outputs["OUT"], expected, (expression, specs))
+                runs.update(kinds)
+                tiled += any(1 < b < session.dag.label_sizes(v)[label] for v in session.dag.vertices
+                             for label, b in run.plan.choices[v.name].tiles)
+    assert {"optimal", "rank", "relational", "dense", "random", "pinned"} <= set(runs), runs
+    assert tiled, "no plan tiled"
 
 
 # every operation of the language, on values where Spark SQL differs from NumPy unless
@@ -55,21 +75,23 @@ EVERY_OPERATION = """
 
 
 def test_every_operation_matches_numpy_on_spark(spark):
-    """As scalar SQL (relational) and mixed with arrays and tiles (random); the kernels
-    are DuckDB's (test_programs runs them under every plan)."""
+    """As scalar SQL (relational, on local[2]) and as array kernels (dense, on the
+    cluster); the kernels are DuckDB's (test_programs runs them under every plan, tiles
+    and repartitions included). A / inf is -0.0 for negative A, and 2 / -0.0 is -inf."""
+    spec = "relational" if master(spark) == "local[2]" else "dense"
     rng = np.random.default_rng(11)
     a = np.where(rng.random((4, 6)) < 0.5, rng.uniform(-2, 2, (4, 6)), 0.0)
     b = np.where(rng.random((4, 6)) < 0.5, rng.uniform(-2, 2, (4, 6)), 0.0)
     b[1, 2] = np.nan
-    data = {"A": a, "B": sp.csr_matrix(b), "c": np.array([0.0, 1.5, -2.0, 0.0, 3.0, 1.0])}
+    data = {"A": a, "B": sp.csr_matrix(b), "c": np.array([0.0, 1.5, -2.0, np.inf, 3.0, 1.0])}
     program = load_program(EVERY_OPERATION)
     with np.errstate(all="ignore"):
         expected = evaluate(program, {**data, "B": b})
+    assert np.isneginf(expected["Q"]).any()
     with Session(program, data, backend=spark) as session:
-        for spec in ("relational", "random:5"):
-            outputs = session.run(spec).outputs
-            for name in program.outputs:
-                check(outputs[name], expected[name], (name, spec))
+        outputs = session.run(spec).outputs
+    for name in program.outputs:
+        check(outputs[name], expected[name], (name, spec))
 
 
 def test_repartitions_between_tilings(spark):
@@ -89,7 +111,7 @@ def test_repartitions_between_tilings(spark):
     expected = evaluate(program, data)
     repartitioned = tiled = 0
     with Session(program, data, backend=spark) as session:
-        for spec in ("random:4", "random:6", "random:9", "I/4j,jK,->I/4K"):
+        for spec in ("random:4", "random:6", "I/4j,jK,->I/4K"):
             run = session.run(spec)
             repartitioned += bool(run.plan.repartitions(session.dag))
             tiled += any(1 < b < 5 for c in run.plan.choices.values() for _, b in c.tiles)
@@ -107,7 +129,7 @@ def test_nan_inf_and_exact_integers(spark):
     h = rng.normal(size=(30, 4))
     h[11, 2] = np.inf
     want = np.einsum("ij,jf->if", a.toarray(), h)
-    for plan in ("relational", "dense", "random:1"):
+    for plan in ("relational", "random:1"):
         check(einsum("ij,jf->if", a, h, plan=plan, backend=spark), want, plan)
     m = (np.arange(12, dtype=np.int64).reshape(3, 4) + 1) * (2 ** 27 + 1)
     got = einsum("ij,kj->ik", m, m, plan="optimal", backend=spark)
@@ -115,6 +137,9 @@ def test_nan_inf_and_exact_integers(spark):
 
 
 def test_gcn_and_sparse_attention_on_cora_size(spark):
+    """On local[2] only (the other tests cover data crossing processes)."""
+    if master(spark) != "local[2]":
+        pytest.skip("Cora runs on local[2] only")
     from experiments.workloads import workload
     from test_workloads import reference as workload_reference
     for name in ("gcn2", "sparse_attention"):

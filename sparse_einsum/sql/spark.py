@@ -1,7 +1,8 @@
 """Spark SQL: every intermediate a temporary view, kernels as Arrow UDFs.
 
-The kernels are the NumPy ones DuckDB calls (`kernels.arrow_kernels`), registered per
-statement as Arrow UDFs that run on whole batches in the executors' Python workers.
+The kernels are the NumPy ones DuckDB calls (`kernels.arrow_kernels`, called by the SQL
+of `sql.udf`), registered per statement as Arrow UDFs that run on whole batches in the
+executors' Python workers.
 Element-wise aggregates of DOUBLE arrays are ``collect_list`` with one Arrow UDF per
 batch of groups (``np.add.reduceat``): measured against the alternatives (one ``sum``
 per element, ``aggregate`` with ``zip_with``, a grouped pandas UDF) it is as fast as the
@@ -14,15 +15,13 @@ operation table and call the backend's scalar UDFs ``se_<op>``.
 """
 from __future__ import annotations
 
-from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import CONSTANT, split_code
-from .dialect import Dialect
-from .steps import StepBuilder, TableRelation
+from .udf import UDFDialect
 
 SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scalar_kernel
 
 
-class SparkDialect(Dialect):
+class SparkDialect(UDFDialect):
     name = engine = sqlglot = "spark"
     param = "?"
     int_division = "({a} DIV {b})"
@@ -32,7 +31,8 @@ class SparkDialect(Dialect):
     zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS STRING) = '-0.0')"
-    broadcast_constants = True
+    collect_sql = "collect_list({v})"
+    pair_sql = "named_struct('p', {p}, 'v', {v})"
     kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
 
     def q(self, ident: str) -> str:
@@ -48,29 +48,6 @@ class SparkDialect(Dialect):
             args = (*args, self.num(c))
         return f"{SCALAR_UDF_PREFIX}{op.name}({', '.join(args)})"
 
-    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
-               constant: tuple[int, TableRelation] | None = None,
-               sparse: tuple[bool, ...] = ()) -> str:
-        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant,
-                        sparse=tuple(sparse) or (False,) * len(args))
-        return f"{name}({', '.join(args)})"
-
-    def sparsify(self, step: StepBuilder, value: str) -> str:
-        return f"{step.use('sparsify', None, (True,), True)}({value})"
-
-    def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
-                  count: str | None, expected: int) -> str:
-        name = step.use("aggregate", None, (True,), True, agg=agg, expected_count=expected)
-        return f"{name}(collect_list({value}), {count or '0'})"
-
-    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
-        pieces = "r.val"
-        if spec.sub_dims:   # a UDF returns every piece at once (NULL when all zero)
-            pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
+    def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
         cols = ", ".join(kept + ["e.p AS p", "e.v AS val"])
         return f"SELECT {cols} FROM {table} AS r LATERAL VIEW posexplode({pieces}) e AS p, v"
-
-    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
-              value_is_list: bool) -> str:
-        name = step.use("stack", spec, (value_is_list,), True)
-        return f"{name}(collect_list(named_struct('p', {position}, 'v', {value})))"
