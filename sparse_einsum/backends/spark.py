@@ -17,7 +17,6 @@ from importlib import import_module
 from typing import Callable, Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from ..blocks import Blocks
 from ..cost import CostParams
@@ -25,7 +24,8 @@ from ..errors import BackendError, DataError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
-                                     sparsify_function, split_function, stack_function)
+                                     sparsify_function, split_function, stack_function,
+                                     to_arrow)
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
@@ -221,6 +221,6 @@ class SparkBackend(Backend):
 def _scalar_function(fn: Callable, arity: int) -> Callable:
     def apply(*arrays):
         with np.errstate(all="ignore"):
-            return pa.array(np.asarray(fn(*(scalars(a).astype(np.float64) for a in arrays)),
+            return to_arrow(np.asarray(fn(*(scalars(a).astype(np.float64) for a in arrays)),
                                        dtype=np.float64))
     return (lambda x: apply(x)) if arity == 1 else (lambda a, b: apply(a, b))
