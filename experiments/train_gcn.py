@@ -87,6 +87,9 @@ class TorchGCN:
         return loss.item(), accuracy.item()
 
 
+SLOWEST = 8     # steps listed after the timing
+
+
 def parts(trainer: Trainer) -> dict[str, float]:
     steps = trainer.last_run.steps
     loads = sum(s.seconds for s in steps if s.label.startswith("load "))
@@ -162,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         torch_s = statistics.median(r["torch_seconds"] for r in rows)
         print(f"median iteration: ours {ours_s:.3f} s, PyTorch {torch_s:.3f} s, ratio "
               f"{ours_s / torch_s:.2f}")
+        slowest = sorted(trainer.last_run.steps, key=lambda s: -s.seconds)[:SLOWEST]
+        print("slowest steps of the last iteration: " + "; ".join(
+            f"{s.label} {s.seconds:.2f} s" for s in slowest))
     path = tables / f"train_gcn_{args.graph}_{args.backend}.csv"
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

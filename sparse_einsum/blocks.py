@@ -35,9 +35,14 @@ class Blocks:
         return unpack(self.values, self.bounds, size)
 
 
+def stored(values: np.ndarray) -> np.ndarray:
+    """Which values a relation stores: all but +0.0 (1 / -0.0 is -inf, as in NumPy)."""
+    return (values != 0) | np.signbit(values)
+
+
 def pack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense payloads (tuples, size) as packed sparse payloads: (values, bounds)."""
-    rows, cols = np.nonzero(values)
+    rows, cols = np.nonzero(stored(values))
     counts = np.bincount(rows, minlength=len(values))
     return _pack(rows, cols, values[rows, cols], counts)
 
@@ -92,7 +97,7 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
     tiles = array.reshape([x for rb in grid for x in rb])
     order = list(range(0, 2 * len(grid), 2)) + list(range(1, 2 * len(grid), 2))
     flat = tiles.transpose(order).reshape(prod(r for r, _ in grid), -1)
-    nonzero = np.flatnonzero(np.any(flat != 0, axis=1))
+    nonzero = np.flatnonzero(np.any(stored(flat), axis=1))
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
 
 
@@ -110,7 +115,7 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
     csr = canonical(matrix, "csr")
-    keep = csr.data != 0
+    keep = stored(csr.data)
     rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))[keep]
     cols = csr.indices[keep].astype(np.int64)
     grid = _grid(csr.shape, tiling)

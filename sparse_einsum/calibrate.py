@@ -30,7 +30,7 @@ from scipy.optimize import nnls
 
 from .backends import open_backend
 from .blocks import Blocks, decompose
-from .cost import CostModel, CostParams, load_params, save_params
+from .cost import DEFAULT_PARAMS, CostModel, CostParams, load_params, save_params
 from .errors import SparseEinsumError
 from .kernels.spec import KernelSpec
 from .optimizer.context import OptimizerContext
@@ -204,15 +204,16 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
 
 
 def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None = None,
-              scale: float = 1.0, repeats: int = 3) -> dict:
+              scale: float = 1.0, repeats: int = 3, master: str | None = None) -> dict:
     """Measure and fit every kernel path of `backend`, store each path's constants in the
     user's config file (or `path`); returns, per path, the constants, where they were
-    stored and, per timed plan, measured against predicted seconds."""
+    stored and, per timed plan, measured against predicted seconds.
+    `master`: the Spark master or Spark Connect URL (--backend spark)."""
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise SparseEinsumError(f"scale must be a positive finite number, not {scale!r}")
     results = []
     for options in PATHS.get(backend, [{}]):
-        db, _ = open_backend(backend, dsn=dsn, **options)
+        db, _ = open_backend(backend, dsn=dsn, master=master, **options)
         with db:
             results.append(_calibrate_path(db, path, scale, repeats))
     return {"backend": backend, "paths": results}
@@ -221,6 +222,10 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
 def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     features, seconds, kernel_part, names = [], [], [], []
+    # engines that shuffle also fit the shuffle term; the cluster's parallelism is known
+    default = DEFAULT_PARAMS.get(db.dialect.name, _UNIT)
+    fitted = FITTED + (("c_shuffle",) if default.c_shuffle else ())
+    unit = db.cost_params(replace(_UNIT, parallelism=default.parallelism))
     c_gemm = kernel_seconds_per_flop(db)
     c_kernel = kernel_seconds_per_flop(db, product=False)
     c_sparse = sparse_seconds_per_flop(db)
@@ -230,9 +235,9 @@ def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
                      params=load_params(db.dialect.name)) as session:
             ctx = session.optimizer()
             for plan in candidate_plans(ctx, top=4):
-                features.append([_plan_cost(ctx, replace(_UNIT, **{f: 1.0}), plan)
-                                 for f in FITTED])
-                kernel_part.append(_plan_cost(ctx, replace(_UNIT, c_kernel=c_kernel,
+                features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
+                                 for f in fitted])
+                kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel,
                                                            c_sparse=c_sparse, c_gemm=c_gemm), plan))
                 # the first run warms up
                 times = [session.run(plan).seconds(loads=False) for _ in range(repeats + 1)]
@@ -241,10 +246,10 @@ def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     measured = np.array(seconds)
     rest = np.maximum(measured - np.array(kernel_part), 0.05 * measured)
     solution, _ = nnls(np.array(features) / rest[:, None], np.ones(len(seconds)))
-    fit = dict(zip(FITTED, (max(float(x), 1e-12) for x in solution)))
+    fit = dict(zip(fitted, (max(float(x), 1e-12) for x in solution)))
     params = CostParams(c_kernel=c_kernel, c_load_tuple=c_load_tuple, c_load_byte=c_load_byte,
-                        c_sparse=c_sparse, c_gemm=c_gemm, **fit)
-    predicted = np.array(features) @ np.array([fit[f] for f in FITTED]) + np.array(kernel_part)
+                        c_sparse=c_sparse, c_gemm=c_gemm, parallelism=unit.parallelism, **fit)
+    predicted = np.array(features) @ np.array([fit[f] for f in fitted]) + np.array(kernel_part)
     stored = save_params(db.dialect.name, params, Path(path) if path else None)
     return {"dialect": db.dialect.name, "kernels": db.dialect.kernels,
             "constants": params.to_dict(), "stored_in": str(stored),

@@ -115,14 +115,18 @@ def _program(path: str, args: argparse.Namespace | None = None):
 
 
 def _backend_options(args: argparse.Namespace) -> dict[str, str]:
-    """Keyword arguments for the backend: dsn for postgres, database/memory_limit for duckdb."""
+    """Keyword arguments for the backend: dsn for postgres, database/memory_limit for duckdb,
+    master (--spark) for spark."""
     given = {"dsn": getattr(args, "dsn", None), "database": getattr(args, "database", None),
-             "memory_limit": getattr(args, "memory_limit", None)}
-    allowed = {"postgres": ("dsn",), "duckdb": ("database", "memory_limit")}[args.backend]
+             "memory_limit": getattr(args, "memory_limit", None),
+             "master": getattr(args, "spark", None)}
+    allowed = {"postgres": ("dsn",), "duckdb": ("database", "memory_limit"),
+               "spark": ("master",)}.get(args.backend, ())
+    flags = {"master": "--spark"}
     for key, value in given.items():
         if value is not None and key not in allowed:
-            args.parser.error(f"--{key.replace('_', '-')} does not apply to --backend "
-                              f"{args.backend}")
+            flag = flags.get(key, f"--{key.replace('_', '-')}")
+            args.parser.error(f"{flag} does not apply to --backend {args.backend}")
     return {key: value for key, value in given.items() if value is not None}
 
 
@@ -292,11 +296,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate
-    if args.dsn is not None and args.backend != "postgres":
-        args.parser.error(f"--dsn does not apply to --backend {args.backend}")
+    options = _backend_options(args)
     if not math.isfinite(args.scale) or args.scale <= 0:
         args.parser.error(f"--scale must be a positive finite number, not {args.scale}")
-    result = calibrate(backend=args.backend, dsn=args.dsn, path=args.output, scale=args.scale)
+    result = calibrate(backend=args.backend, path=args.output, scale=args.scale, **options)
     for path in result["paths"]:
         print(f"{path['dialect']}: kernels {path['kernels']}")
         print(f"  {'plan timed':<28} {'measured s':>10} {'predicted s':>11}")
@@ -348,11 +351,15 @@ def cmd_example(args: argparse.Namespace) -> int:
 
 
 # -- parser ---------------------------------------------------------------------
-def _add_backend(sub: argparse.ArgumentParser, duckdb_options: bool = True) -> None:
+def _add_backend(sub: argparse.ArgumentParser, duckdb_options: bool = True,
+                 help: str = "database to run on (default: duckdb, in memory)") -> None:
+    from .backends import BACKENDS
     group = sub.add_argument_group("database")
-    group.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
-                       help="database to run on (default: duckdb, in memory)")
+    group.add_argument("--backend", choices=tuple(BACKENDS), default="duckdb", help=help)
     group.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
+    group.add_argument("--spark", metavar="URL",
+                       help="Spark master (local[N], spark://HOST:7077, yarn, ...) or Spark "
+                            "Connect URL (sc://HOST:15002) (--backend spark; default local[*])")
     if duckdb_options:
         group.add_argument("--database", metavar="FILE.duckdb",
                            help="DuckDB database file (default: in memory)")
@@ -414,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, formatter_class=fmt,
         description="Compile EinSum programs to tensor-relational SQL and run them on "
-                    "DuckDB or PostgreSQL.",
+                    "DuckDB, PostgreSQL or Spark.",
         epilog=f"examples:\n  {PROG} example gcn examples\n"
                f"  {PROG} run examples/gcn.se --data examples/gcn_data\n"
                f"  {PROG} explain examples/gcn.se --data examples/gcn_data\n\n"
@@ -517,9 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("calibrate", "Measure the cost model's constants on a database (each way it "
                                "runs kernels: DuckDB with and without its extension)",
                   f"{PROG} calibrate --backend duckdb --output constants.json", cmd_calibrate)
-    sub.add_argument("--backend", choices=("duckdb", "postgres"), default="duckdb",
-                     help="database to measure (default: duckdb)")
-    sub.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
+    _add_backend(sub, duckdb_options=False, help="database to measure (default: duckdb)")
     sub.add_argument("--output", metavar="FILE", help="where to save the constants "
                      "(default: the per-user config file the optimizer reads)")
     sub.add_argument("--scale", type=float, default=1.0,

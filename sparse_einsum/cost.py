@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .plan import Choice
 from .program.dag import Dag, Vertex
+from .shuffles import Exchange, row_bytes, vertex_exchanges
 from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
 from .tiling import (
@@ -36,6 +37,9 @@ class CostParams:
     c_load_byte: float = 0.0     # ... and per byte of array payload
     c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
     c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
+    c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
+    parallelism: float = 1.0     # tasks running at once: joins, aggregates, kernels and
+    #                              shuffles spread over them; loads and broadcasts do not
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -64,6 +68,11 @@ DEFAULT_PARAMS = {
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=8.5e-10, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9,
                            c_gemm=4.5e-10),
+    # first estimates from timings of local[2] on this machine, NOT yet fitted: run
+    # `calibrate --backend spark --spark local-cluster[2,1,2048]` and replace them
+    "spark": CostParams(c_xfer=2.0e-8, c_kernel=1.0e-10, c_fixed=2.0e-6, c_add=1.0e-8,
+                        c_group=1.0e-5, c_load_tuple=2.0e-6, c_load_byte=2.0e-8,
+                        c_sparse=2.0e-9, c_shuffle=2.0e-8, parallelism=2.0),
 }
 
 
@@ -105,10 +114,12 @@ class VertexCost:
     kernel: float
     join_tuples: float
     out_tuples: float
+    shuffle: float = 0.0                     # data moved between tasks (c_shuffle > 0)
+    exchanges: tuple[Exchange, ...] = ()
 
     @property
     def total(self) -> float:
-        return self.join + self.aggregate + self.kernel
+        return self.join + self.aggregate + self.kernel + self.shuffle
 
 
 def _payload_bytes(tiling: Tiling) -> float:
@@ -246,7 +257,16 @@ class CostModel:
             out, c_agg = join, 0.0
         # writing the output relation (beyond section 7.2: measured to matter for big outputs)
         c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
-        return VertexCost(c_join, c_agg, c_kernel, join, out)
+        # on a cluster the work spreads over its tasks, and shuffles and broadcasts move data
+        spread = 1.0 / max(p.parallelism, 1.0)
+        moves = vertex_exchanges(
+            v, tiles, sizes, [t * row_bytes(len(keyed_axes(*tl)), b)
+                              for t, tl, b in zip(t_in, tilings, bytes_in)],
+            join, out, row_bytes(len(keyed_axes(*tilings[-1])), bytes_out), p.parallelism
+        ) if p.c_shuffle else ()
+        shuffle = p.c_shuffle * sum(e.bytes * (spread if e.key else 1.0) for e in moves)
+        return VertexCost(c_join * spread, c_agg * spread, c_kernel * spread, join, out,
+                          shuffle, moves)
 
     def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float]
                         ) -> float:
@@ -337,4 +357,7 @@ class CostModel:
             states = stats.tuples(need) * 8.0 * payload_size(need)
             if self.state_cap is not None and states > self.state_cap:
                 return float("inf")       # the stack's states would not fit
-        return cost + pack
+        if middle != need:       # stacking shuffles the pieces by the target's keys
+            cost += self.p.c_shuffle * stats.tuples(middle) * row_bytes(
+                len(keyed_axes(middle, self.dag.shapes[tensor])), _payload_bytes(middle))
+        return (cost + pack) / max(self.p.parallelism, 1.0)

@@ -43,7 +43,8 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
             "est_tuples": costs.est_tuples,
             "cost": costs.total,
             "cost_breakdown": {k: getattr(costs, k) for k in
-                               ("load", "join", "aggregate", "repartition", "kernel")},
+                               ("load", "join", "aggregate", "repartition", "kernel", "shuffle")},
+            "shuffles": list(costs.exchanges),
         })
     return {"rank": rank, "name": plan.name, "cost": plan.cost, "statements": statements,
             "repartitions": [f"{t}: {list(a)} -> {list(b)}" for t, a, b in plan.repartitions(dag)]}
@@ -92,7 +93,7 @@ def format_explanation(result: dict) -> str:
                       f"counts {plan['max_q_error']:.3g}")
         lines += ["", title]
         header = f"  {'statement':<44} {'est.tuples':>11} {'load':>9} {'join':>9} {'agg':>9} " \
-                 f"{'repart':>9} {'kernel':>9} {'total':>9}"
+                 f"{'repart':>9} {'kernel':>9} {'shuffle':>9} {'total':>9}"
         if "seconds" in plan:
             header += f" {'tuples':>11} {'est/act':>8} {'seconds':>8}"
         lines.append(header)
@@ -101,11 +102,16 @@ def format_explanation(result: dict) -> str:
             mark = "d" if s.get("pass") == "backward" else " "
             row = (f"{mark} {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
-                   f"{s['cost']:>9.3g}")
+                   f"{c['shuffle']:>9.3g} {s['cost']:>9.3g}")
             if "seconds" in plan:
                 row += (f" {s.get('actual_tuples', 0):>11} {s.get('est_over_actual', 1.0):>8.3g}"
                         f" {s.get('seconds', 0.0):>8.3f}")
             lines.append(row)
+        shuffles = [f"    {s['uclc']}: {'; '.join(s['shuffles'])}"
+                    for s in plan["statements"] if s["shuffles"]]
+        if shuffles:
+            lines.append("  shuffles (the key a statement joins on partitions it):")
+            lines += shuffles
         lines.append("  schemas:")
         seen = []
         for s in plan["statements"]:

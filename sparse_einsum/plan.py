@@ -50,10 +50,13 @@ class StatementCost:
     repartition: float = 0.0     # repartitions of its operands
     est_tuples: float = 0.0      # estimated tuples of its output relation
     est_join_tuples: float = 0.0
+    shuffle: float = 0.0         # data moved between tasks (distributed engines)
+    exchanges: tuple[str, ...] = ()   # what is shuffled or broadcast, by which key
 
     @property
     def total(self) -> float:
-        return self.load + self.join + self.aggregate + self.kernel + self.repartition
+        return self.load + self.join + self.aggregate + self.kernel + self.repartition + \
+            self.shuffle
 
     def as_dict(self) -> dict[str, float]:
         return {**asdict(self), "total": self.total}

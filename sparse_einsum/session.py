@@ -200,7 +200,12 @@ class Session:
         return self._context
 
     def _params(self) -> CostParams:
-        return self.params or load_params(self.dialect.name)
+        """The given constants, else the calibrated ones as the backend sees them (e.g. with
+        the cluster's parallelism)."""
+        if self.params is not None:
+            return self.params
+        params = load_params(self.dialect.name)
+        return self.backend.cost_params(params) if self.backend is not None else params
 
     def _model_options(self) -> dict:
         """The cost model's limits: memory cap (and where it comes from), payload sizes."""

@@ -1,6 +1,8 @@
 """Shared fixtures: a DuckDB backend with the native extension and one falling back to
 UDF kernels, a PostgreSQL backend (when a server is available; never skipped in CI),
-and `backend`, which runs a test once on each; the duckdb shell of compiled jobs."""
+`backend`, which runs a test once on each, `spark`: Spark in local[2] and in
+local-cluster[2,1,2048] (two executor processes), one session at a time (never skipped
+in CI), and the duckdb shell of compiled jobs."""
 from __future__ import annotations
 
 import os
@@ -89,3 +91,33 @@ def duckdb_cli() -> str:
             pytest.fail("no duckdb shell: pip install duckdb-cli (in the [dev] extra)")
         pytest.skip("no duckdb shell: pip install duckdb-cli")
     return path
+SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")
+# for many small statements: few shuffle partitions, no adaptive re-planning, no code
+# generation, and JVMs that compile quickly (C1 only); measured to halve the test time.
+# Generous heartbeat timeouts: on a saturated machine (load 25 on 2 cores) an executor
+# missed heartbeats for 171 s, was declared lost, and its local checkpoints with it
+SPARK_TEST_CONFIG = {
+    "spark.network.timeout": "900s",
+    "spark.executor.heartbeatInterval": "60s",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+@pytest.fixture(scope="session", params=SPARK_MASTERS)
+def spark(request):
+    """A Spark backend per master, one at a time (Spark takes 20-40 s to start); skips
+    without pyspark or Java (fails when $CI is set)."""
+    from sparse_einsum.errors import BackendError
+    try:
+        from sparse_einsum.backends.spark import SparkBackend
+        backend = SparkBackend(request.param, config=SPARK_TEST_CONFIG)
+    except (ImportError, BackendError) as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark did not start: {e}")
+        pytest.skip(f"Spark did not start: {e}")
+    with backend:
+        yield backend

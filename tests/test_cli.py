@@ -131,6 +131,19 @@ def test_option_of_the_other_backend_is_a_usage_error(gcn, capsys):
     assert main(["run", str(program), "--data", str(data), "--backend", "postgres",
                  "--memory-limit", "1GB"]) == 2
     assert "--memory-limit does not apply to --backend postgres" in error_line(capsys)
+    assert main(["explain", str(program), "--data", str(data), "--spark", "local[2]"]) == 2
+    assert "--spark does not apply to --backend duckdb" in error_line(capsys)
+    assert main(["calibrate", "--backend", "spark", "--dsn", "host=x"]) == 2
+    assert "--dsn does not apply to --backend spark" in error_line(capsys)
+
+
+def test_backend_choices_come_from_the_registry():
+    from sparse_einsum.backends import BACKENDS
+    from sparse_einsum.cli import build_parser
+    for command in ("run", "explain", "calibrate"):
+        args = build_parser().parse_args([command, "--backend", "spark"] + (
+            ["P.se", "--data", "D"] if command != "calibrate" else []))
+        assert args.backend == "spark" and "spark" in BACKENDS
 
 
 # -- errors -------------------------------------------------------------------
@@ -307,7 +320,8 @@ def test_calibrate_measures_and_stores_constants(tmp_path, monkeypatch, capsys):
     for dialect in ("duckdb-native", "duckdb"):
         stored = json.loads(out.read_text())[dialect]
         assert set(stored) == set(CostParams.__dataclass_fields__)
-        assert all(value > 0 for value in stored.values())
+        assert stored["c_shuffle"] == 0.0 and stored["parallelism"] == 1.0   # one machine
+        assert all(value > 0 for key, value in stored.items() if key != "c_shuffle")
         assert load_params(dialect) == CostParams(**stored)
     assert main(["calibrate", "--scale", "0"]) == 2
     assert main(["calibrate", "--dsn", "host=x"]) == 2

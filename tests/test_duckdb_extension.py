@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, mark, packed, random_spec, ref_kernel
 from sparse_einsum import Session, einsum
 from sparse_einsum.backends import duckdb_extension
-from sparse_einsum.backends.duckdb import DuckDBBackend, _packed, _ragged_array
+from sparse_einsum.backends.duckdb import DuckDBBackend
+from sparse_einsum.kernels import arrow_kernels
 from sparse_einsum import blocks
 from sparse_einsum.errors import BackendError
 
@@ -263,7 +264,7 @@ def test_metadata_footer_matches_what_duckdb_reads():
 def test_packed_payloads_read_from_a_slice_of_an_arrow_column():
     """The UDF path reads packed payloads of an Arrow slice (offsets into the whole child)."""
     dense = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0], [0.0, 0.0, 0.0], [4.0, 5.0, 6.0]])
-    column = _ragged_array(*blocks.pack(dense))
+    column = arrow_kernels.ragged_array(*blocks.pack(dense))
     for start in range(len(dense) + 1):
-        np.testing.assert_array_equal(blocks.unpack(*_packed(column.slice(start)), 3),
+        np.testing.assert_array_equal(blocks.unpack(*arrow_kernels.packed(column.slice(start)), 3),
                                       dense[start:])

@@ -203,3 +203,32 @@ def test_the_written_order_is_kept_with_opt_einsum_paths(duck):
                 X=rng.normal(size=(20, 5)), W=rng.normal(size=(5, 3)))
     with Session(GCN_CHAIN, data, backend=duck, paths="opt_einsum") as session:
         assert "AX" in {v.name for v in session.dag.vertices}
+NEGATIVE_ZEROS = """
+    input A[i,j,k]
+    input c[k]
+    X[i,j,k] = A[i,j,k] / c[k]
+    Y[i,j,k] = 2 / X[i,j,k]
+    output Y
+    """
+
+
+def test_negative_zeros_survive_every_repartition(backend):
+    """A / inf is -0.0 for negative A and 2 / -0.0 is -inf, as in NumPy, whichever way X is
+    stored: split into pieces (se_take, the explode UDF), packed sparse (se_sparsify, the
+    Arrow packer) or read from an input holding -0.0."""
+    a = np.where(rng.random((3, 4, 5)) < 0.5, rng.uniform(-2, -0.5, (3, 4, 5)), 0.0)
+    a[0, 0, 1] = -0.0
+    data = {"A": a, "c": np.array([np.inf, 2.0, -np.inf, 1.0, np.inf])}
+    program = load_program(NEGATIVE_ZEROS)
+    with np.errstate(divide="ignore"):
+        want = evaluate(program, data)["Y"]
+    assert np.isneginf(want).any() and np.isposinf(want).any()
+    pieces = packed = 0
+    with Session(program, data, backend=backend) as session:
+        for spec in [f"random:{s}" for s in range(12)] + ["relational"]:
+            run = session.run(spec)
+            steps = session.compile(run.plan).steps
+            pieces += any(s.label.startswith("explode") and s.target.sub_size > 1 for s in steps)
+            packed += bool(run.plan.choices["X"].sparse)
+            np.testing.assert_array_equal(run.outputs["Y"], want, err_msg=spec)
+    assert pieces and packed, (pieces, packed)

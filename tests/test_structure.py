@@ -14,6 +14,7 @@ from sparse_einsum.optimizer.strategies import STRATEGIES
 from sparse_einsum.program.ops import c_header
 from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect, DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
+from sparse_einsum.sql.spark import SparkDialect
 
 from test_programs import PROGRAMS
 
@@ -24,7 +25,7 @@ STAGES = [
     ["program"],
     ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
-    ["plan"],
+    ["plan", "shuffles"],
     ["cost"],
     ["optimizer"],
     ["kernels"],
@@ -76,7 +77,7 @@ def test_c_kernels_read_the_generated_operation_list():
 
 
 @pytest.mark.parametrize("dialect", [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(),
-                                     PostgresDialect()], ids=lambda d: d.name)
+                                     PostgresDialect(), SparkDialect()], ids=lambda d: d.name)
 def test_every_generated_statement_parses_in_its_dialect(dialect):
     statements = 0
     for name, (text, make_data) in PROGRAMS.items():

@@ -7,7 +7,8 @@ from ..errors import SparseEinsumError
 from .base import Backend
 
 BACKENDS = {"duckdb": "sparse_einsum.backends.duckdb:DuckDBBackend",
-            "postgres": "sparse_einsum.backends.postgres:PostgresBackend"}
+            "postgres": "sparse_einsum.backends.postgres:PostgresBackend",
+            "spark": "sparse_einsum.backends.spark:SparkBackend"}
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -19,7 +20,7 @@ def backend_class(name: str) -> type[Backend]:
 
 def open_backend(spec: object = "duckdb", **options) -> tuple[Backend, bool]:
     """A backend from a name (with its options), a Backend, or a DuckDB or psycopg
-    connection; and whether the caller owns it (must close it)."""
+    connection or a SparkSession; and whether the caller owns it (must close it)."""
     options = {k: v for k, v in options.items() if v is not None}
     if isinstance(spec, Backend):
         _no_options(spec, options)
@@ -31,8 +32,10 @@ def open_backend(spec: object = "duckdb", **options) -> tuple[Backend, bool]:
         return backend_class("duckdb")(spec, **options), True
     if kind == "psycopg":
         return backend_class("postgres")(connection=spec, **options), True
+    if kind == "pyspark":
+        return backend_class("spark")(session=spec, **options), True
     raise SparseEinsumError(f"unknown backend {spec!r}: use {' or '.join(map(repr, BACKENDS))}, "
-                            "a DuckDB connection or a psycopg connection")
+                            "a DuckDB connection, a psycopg connection or a SparkSession")
 
 
 def _no_options(backend: Backend, options: dict) -> None:

@@ -14,14 +14,18 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import ClassVar, ContextManager, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from ..blocks import Blocks
+from ..cost import CostParams
 from ..errors import DataError
 from ..inputs import SourceInput, check_key_type
+from ..kernels.arrow_kernels import list_array, packed, ragged_array, rows, scalars, to_arrow
+from ..kernels.numpy_kernels import Packed
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
-from ..sql.steps import Step, TableRelation, key_column
+from ..sql.steps import KernelUse, Step, TableRelation, key_column
 from ..stats.tensor_stats import Degrees, TensorStats
 
 # tables an older version left behind: Session prefixes are se_ and 10 hex digits
@@ -72,6 +76,11 @@ class Backend:
     def release_source(self, scratch: str) -> None:
         """Remove what `source_from` made."""
 
+    def cost_params(self, params: CostParams) -> CostParams:
+        """The cost constants with what this connection knows of the engine (a cluster's
+        parallelism, say)."""
+        return params
+
     def scope(self) -> ContextManager:
         """Where a session's tables live so that nothing outlives the process: engines whose
         intermediates are TEMP tables need nothing; PostgreSQL runs a transaction (a
@@ -98,6 +107,23 @@ class Backend:
     # -- shared ---------------------------------------------------------------------
     def run(self, step: Step) -> None:
         self.execute(step.sql)
+
+    def kernel_constants(self, use: KernelUse) -> dict[int, object]:
+        """The operand a kernel binds once (a relation of one tuple): a flat array, or a
+        `Packed` of one tuple for a sparse payload."""
+        if use.constant is None:
+            return {}
+        position, rel = use.constant
+        fetched = self.fetch(rel)
+        if rel.sparse:
+            return {position: Packed(fetched.values, fetched.bounds) if len(fetched) else
+                    Packed(np.zeros(0), np.zeros(2, dtype=np.int64))}
+        return {position: np.zeros(rel.sub_size) if len(fetched) == 0 else
+                np.asarray(fetched.values, dtype=np.float64).reshape(-1)}
+
+    def create(self, table: str, select: str, temporary: bool = False) -> None:
+        """Create the table `table` holding the rows of `select`."""
+        self.execute(self.dialect.create(table, select, temporary))
 
     def row_count(self, rel: TableRelation) -> int:
         return int(self.query(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")[0][0])
@@ -159,7 +185,7 @@ class Backend:
         try:
             shape = self._source_shape(source, from_sql)
             select = import_select(decl.labels, source.keys, source.value, from_sql, self.dialect)
-            self.execute(self.dialect.create(table, select, temporary))
+            self.create(table, select, temporary)
         finally:
             if source.kind != "table":
                 self.release_source(f"{table}_src")
@@ -238,3 +264,29 @@ def arrow_columns(source: SourceInput, table: pa.Table) -> pa.Table:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise DataError(f"input {source.name}: the columns of {source.describe()} do not convert "
                         f"to integer keys and a double value: {exc}") from None
+
+
+def arrow_relation(rel: TableRelation, blocks: Blocks) -> pa.Table:
+    """The Arrow table of a relation: int64 key columns and ``val`` (DOUBLE, BIGINT for
+    exact integers, or DOUBLE[]: dense, or packed sparse)."""
+    columns = {c: to_arrow(np.asarray(k, dtype=np.int64))
+               for c, k in zip(rel.columns, blocks.keys)}
+    if rel.is_scalar:
+        columns["val"] = to_arrow(blocks.values)
+    elif rel.sparse:
+        columns["val"] = ragged_array(blocks.values, blocks.bounds)
+    else:
+        columns["val"] = list_array(np.asarray(blocks.values, dtype=np.float64)
+                                    .reshape(len(blocks), rel.sub_size))
+    return pa.table(columns)
+
+
+def relation_blocks(rel: TableRelation, table: pa.Table) -> Blocks:
+    """The blocks of a relation fetched as an Arrow table (its key columns and ``val``)."""
+    keys = [scalars(table.column(c)).astype(np.int64) for c in rel.columns]
+    val = table.column("val")
+    if rel.sparse:
+        return Blocks(keys, *packed(val))
+    values = scalars(val) if rel.is_scalar else \
+        rows(val).reshape(table.num_rows, rel.sub_size)
+    return Blocks(keys, values)

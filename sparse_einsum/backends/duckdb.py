@@ -10,24 +10,20 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..errors import BackendError
 from ..inputs import SourceInput
-from ..kernels.numpy_kernels import (
-    Packed, position_offsets, run_kernel, run_sparse_kernel, sparsify,
-)
-from ..kernels.spec import GatherSpec, KernelSpec
+from ..kernels.arrow_kernels import (aggregate_function, kernel_function, sparsify_function,
+                                     split_function, stack_function)
 from ..memory import parse_size
-from ..program.ops import AGGREGATES
 from ..sql.dialect import Dialect
 from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.steps import KernelUse, Step, TableRelation
 from . import duckdb_extension
-from .base import Backend
+from .base import Backend, arrow_relation, relation_blocks
 
 _LIST = sqltypes.DuckDBPyType(list[float])
 # database files this package creates are readable by DuckDB from this version on (the
@@ -44,78 +40,6 @@ def _literal(text: str) -> str:
 
 def _type(is_list: bool):
     return _LIST if is_list else sqltypes.DOUBLE
-
-
-_NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64, pa.int32(): np.int32}
-
-
-def _from_arrow(array: pa.Array) -> np.ndarray:
-    """An arrow array as NumPy, zero-copy for numbers without NULLs (pyarrow's to_numpy
-    imports pandas, a second or more of a first call's wall time)."""
-    dtype = _NUMPY_TYPES.get(array.type)
-    if dtype is None or array.null_count:
-        return array.to_numpy(zero_copy_only=False)
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
-                         offset=array.offset * np.dtype(dtype).itemsize)
-
-
-def _to_arrow(values: np.ndarray) -> pa.Array:
-    """A NumPy array of numbers as an arrow array without copying (pa.array imports pandas)."""
-    values = np.ascontiguousarray(values)
-    if values.dtype not in (np.float64, np.int64, np.int32):
-        return pa.array(values)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
-                                 [None, pa.py_buffer(values)])
-
-
-def _numpy(array, part) -> np.ndarray:
-    """`part` of each chunk of an arrow column, as one array (no copy for one chunk:
-    pyarrow's combine_chunks copies list columns slowly, even a single chunk)."""
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    parts = [_from_arrow(part(c)) for c in chunks]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
-
-
-def _rows(array) -> np.ndarray:
-    """A DOUBLE[] arrow column as a (rows, width) array (every list has the same length)."""
-    n = len(array)
-    flat = _numpy(array, lambda chunk: chunk.flatten())
-    return flat.reshape(n, -1) if n else flat.reshape(0, 0)
-
-
-def _packed(array) -> Packed:
-    """A DOUBLE[] arrow column of packed sparse payloads (lists of any length)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    offsets = _from_arrow(array.offsets).astype(np.int64)   # into the whole child, even
-    values = _from_arrow(array.values)                       # for a slice of the array
-    start = offsets[0] if len(offsets) else 0
-    return Packed(values[start:offsets[-1] if len(offsets) else 0], offsets - start)
-
-
-def _ragged_array(values: np.ndarray, bounds: np.ndarray) -> pa.Array:
-    """Lists of any length: list t is values[bounds[t]:bounds[t + 1]]."""
-    bounds = np.asarray(bounds if len(bounds) else [0])
-    offsets = _to_arrow(bounds.astype(np.int64 if bounds[-1] >= 1 << 31 else np.int32))
-    cls = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
-    return cls.from_arrays(offsets, _to_arrow(np.asarray(values, dtype=np.float64)))
-
-
-def _scalars(array) -> np.ndarray:
-    return _numpy(array, lambda chunk: chunk)
-
-
-def _list_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
-    """(rows, width) -> a DOUBLE[] arrow array; rows where `mask` is True are NULL."""
-    rows, width = values.shape
-    offsets = _to_arrow(np.arange(0, rows * width + 1, max(width, 1), dtype=np.int32)[: rows + 1]
-                        if width else np.zeros(rows + 1, dtype=np.int32))
-    flat = _to_arrow(np.ascontiguousarray(values, dtype=np.float64).reshape(-1))
-    if mask is None:
-        return pa.ListArray.from_arrays(offsets, flat)
-    bits = pa.py_buffer(np.packbits(np.asarray(mask, dtype=bool), bitorder="little"))
-    return pa.ListArray.from_arrays(offsets, flat, mask=pa.Array.from_buffers(
-        pa.bool_(), rows, [None, bits]))
 
 
 def connect(database: str, read_only: bool = False, native: bool = True
@@ -228,18 +152,9 @@ class DuckDBBackend(Backend):
 
     # -- data in and out ----------------------------------------------------
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        columns = {c: _to_arrow(np.asarray(k, dtype=np.int64))
-                   for c, k in zip(rel.columns, blocks.keys)}
-        if rel.is_scalar:
-            columns["val"] = _to_arrow(blocks.values)       # DOUBLE, or BIGINT for integers
-        elif rel.sparse:
-            columns["val"] = _ragged_array(blocks.values, blocks.bounds)
-        else:
-            columns["val"] = _list_array(np.asarray(blocks.values, dtype=np.float64)
-                                         .reshape(len(blocks), rel.sub_size))
         # scanned in place by the statements (copying it into a table took longer than
         # every scan of it), in batches that DuckDB's threads share
-        table = pa.table(columns)
+        table = arrow_relation(rel, blocks)
         self.con.register(rel.table, pa.Table.from_batches(
             table.to_batches(max_chunksize=LOAD_BATCH_ROWS), table.schema))
         self._registered.add(rel.table)
@@ -253,14 +168,8 @@ class DuckDBBackend(Backend):
 
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
-        table = self.con.sql(f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table()
-        keys = [_scalars(table.column(c)).astype(np.int64) for c in rel.columns]
-        val = table.column("val")
-        if rel.sparse:
-            return Blocks(keys, *_packed(val))
-        values = _scalars(val) if rel.is_scalar else \
-            _rows(val).reshape(table.num_rows, rel.sub_size)
-        return Blocks(keys, values)
+        return relation_blocks(rel, self.con.sql(
+            f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table())
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()
@@ -301,98 +210,20 @@ class DuckDBBackend(Backend):
         if use.kind == "kernel":
             return self._kernel_udf(use)
         if use.kind == "aggregate":
-            return _aggregate_udf(use.agg, use.expected_count), [
+            return aggregate_function(use.agg, use.expected_count), [
                 sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
         if use.kind == "sparsify":
-            return (lambda dense: _ragged_array(*sparsify(_rows(dense)))), [_LIST], _LIST
+            return sparsify_function, [_LIST], _LIST
         if use.kind == "split":
-            return _split_udf(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
+            return split_function(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
         if use.kind == "stack":
             item = duckdb.struct_type({"p": sqltypes.BIGINT, "v": _type(use.args_are_lists[0])})
-            return _stack_udf(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
+            return stack_function(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
         raise ValueError(use.kind)
 
     def _kernel_udf(self, use: KernelUse):
-        spec: KernelSpec = use.spec
-        sparse = use.sparse or (False,) * spec.arity
-        constants: dict[int, object] = {}
-        if use.constant is not None:
-            position, rel = use.constant
-            fetched = self.fetch(rel)
-            if rel.sparse:
-                constants[position] = Packed(fetched.values, fetched.bounds) if len(fetched) \
-                    else Packed(np.zeros(0), np.zeros(2, dtype=np.int64))
-            else:
-                constants[position] = np.zeros(rel.sub_size) if len(fetched) == 0 else \
-                    np.asarray(fetched.values, dtype=np.float64).reshape(-1)
-
-        def read(array, is_list: bool, packed: bool):
-            return (_packed(array) if packed else _rows(array)) if is_list else _scalars(array)
-
-        def apply(*arrays):
-            batch = iter(read(a, is_list, packed) for a, is_list, packed in
-                         zip(arrays, use.args_are_lists,
-                             [s for k, s in enumerate(sparse) if k not in constants]))
-            inputs = [None if k in constants else next(batch) for k in range(spec.arity)]
-            if any(sparse):
-                out = run_sparse_kernel(spec, inputs, sparse, constants)
-            else:
-                out = run_kernel(spec, *inputs, constants=constants)
-            return _list_array(out) if use.returns_list else _to_arrow(out)
-
+        apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
+                                self.kernel_constants(use), use.sparse)
         params = [_type(is_list) for is_list in use.args_are_lists]
         udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
         return udf, params, _type(use.returns_list)
-
-
-def _aggregate_udf(agg: str, expected: int):
-    """Element-wise AGG over each group's list of vectors (and 0 where tuples are missing)."""
-    pairwise = AGGREGATES[agg].pairwise
-
-    def udf(groups, counts):
-        if isinstance(groups, pa.ChunkedArray):
-            groups = groups.combine_chunks()
-        lengths = _from_arrow(groups.value_lengths())
-        rows = _rows(groups.flatten())
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        out = pairwise.reduceat(rows, starts, axis=0) if len(rows) else np.zeros((0, 0))
-        if agg != "sum":
-            short = _scalars(counts) < expected
-            out[short] = pairwise(out[short], 0.0)
-        return _list_array(out)
-    return udf
-
-
-def _split_udf(spec: GatherSpec):
-    """Every piece of each value along the new axes, NULL where a piece is all zero."""
-    base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
-    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
-    index = (base[:, None] + offsets[None, :]).reshape(-1)
-
-    def udf(values):
-        rows = _rows(values)
-        pieces = rows[:, index].reshape(len(rows) * spec.positions, spec.sub_size) if len(rows) \
-            else np.zeros((0, spec.sub_size))
-        inner = _list_array(pieces, mask=~np.any(pieces != 0, axis=1))
-        outer = np.arange(0, len(rows) * spec.positions + 1, spec.positions, dtype=np.int32)
-        return pa.ListArray.from_arrays(_to_arrow(outer), inner)
-    return udf
-
-
-def _stack_udf(spec: GatherSpec, values_are_lists: bool):
-    offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
-
-    def udf(groups):
-        if isinstance(groups, pa.ChunkedArray):
-            groups = groups.combine_chunks()
-        lengths = _from_arrow(groups.value_lengths())
-        items = groups.flatten()
-        positions = _scalars(items.field("p")).astype(np.int64)
-        values = items.field("v")
-        values = _rows(values) if values_are_lists else _scalars(values).reshape(-1, 1)
-        group = np.repeat(np.arange(len(lengths)), lengths)
-        out = np.zeros((len(lengths), spec.size))
-        base = position_offsets(positions, spec.new_dims, spec.new_strides)
-        out[group[:, None], base[:, None] + offsets[None, :]] = values
-        return _list_array(out)
-    return udf

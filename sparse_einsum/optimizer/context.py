@@ -90,5 +90,6 @@ class OptimizerContext:
                     loaded.add(item)
                     load += items[item]
             result[v.name] = StatementCost(load, c.join, c.aggregate, c.kernel, repartition,
-                                           c.out_tuples, c.join_tuples)
+                                           c.out_tuples, c.join_tuples, c.shuffle,
+                                           tuple(e.describe() for e in c.exchanges))
         return result

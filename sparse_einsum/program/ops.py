@@ -42,6 +42,7 @@ class Op:
 
 
 _POSTGRES_KERNEL = {"postgres": None}    # PostgreSQL raises where IEEE gives inf or nan
+_DIVISION_KERNEL = {"postgres": None, "spark": None}    # Spark: an error or NULL on x / 0
 INF = float("inf")
 _SAME = dict(bound=lambda a, b, c: a, keeps_finite=True)
 _UNIT = dict(bound=lambda a, b, c: 1.0, keeps_finite=True)
@@ -59,7 +60,7 @@ OPS: dict[str, Op] = _table(
        with_constant=("addc", "addc"), bound=lambda a, b, c: a + b, keeps_finite=True),
     Op("sub", BINARY, np.subtract, "{a} - {b}", "({a} - {b})", c="x - y", symbol="-",
        with_constant=("subc", "rsubc"), bound=lambda a, b, c: a + b, keeps_finite=True),
-    Op("div", BINARY, np.divide, "{a} / {b}", "({a} / {b})", _POSTGRES_KERNEL, c="x / y",
+    Op("div", BINARY, np.divide, "{a} / {b}", "({a} / {b})", _DIVISION_KERNEL, c="x / y",
        symbol="/", with_constant=("divc", "rdivc")),
     # unary functions (id is internal: a statement that only renames or aggregates)
     Op("id", UNARY, lambda x: x, "{x}", "{x}", c="x", **_SAME),
@@ -68,7 +69,8 @@ OPS: dict[str, Op] = _table(
        c="(x < 0.0 ? 0.0 : x)", **_SAME),
     Op("exp", UNARY, np.exp, "exp({x})", "exp({x})", _POSTGRES_KERNEL, c="exp(x)"),
     Op("log", UNARY, np.log, "log({x})", "ln({x})",
-       {"postgres": None, "duckdb-builtin": "(CASE WHEN {x} > 0 THEN ln({x}) WHEN {x} = 0 "
+       {"postgres": None, "spark": None,     # Spark: NULL for x <= 0
+        "duckdb-builtin": "(CASE WHEN {x} > 0 THEN ln({x}) WHEN {x} = 0 "
         "THEN CAST('-inf' AS DOUBLE) ELSE CAST('nan' AS DOUBLE) END)"}, c="log(x)"),
     Op("sqrt", UNARY, np.sqrt, "sqrt({x})", "sqrt({x})",
        {"postgres": None, "duckdb-builtin": "(CASE WHEN {x} >= 0 THEN sqrt({x}) "
@@ -91,15 +93,16 @@ OPS: dict[str, Op] = _table(
        bound=lambda a, b, c: a + c, keeps_finite=True),
     Op("rsubc", CONSTANT, lambda x, c: c - x, "{c} - {x}", "({c} - {x})", c="c - x",
        bound=lambda a, b, c: a + c, keeps_finite=True),
-    Op("divc", CONSTANT, lambda x, c: x / c, "{x} / {c}", "({x} / {c})", _POSTGRES_KERNEL,
+    Op("divc", CONSTANT, lambda x, c: x / c, "{x} / {c}", "({x} / {c})", _DIVISION_KERNEL,
        c="x / c"),
-    Op("rdivc", CONSTANT, lambda x, c: c / x, "{c} / {x}", "({c} / {x})", _POSTGRES_KERNEL,
+    Op("rdivc", CONSTANT, lambda x, c: c / x, "{c} / {x}", "({c} / {x})", _DIVISION_KERNEL,
        c="c / x"),
     Op("maxc", CONSTANT, np.maximum, "max({x}, {c})", "greatest({x}, {c})",
        c="((x > c || isnan(x)) ? x : c)", bound=lambda a, b, c: max(a, c), keeps_finite=True),
     Op("minc", CONSTANT, np.minimum, "min({x}, {c})", "least({x}, {c})",
        {"duckdb": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
         "duckdb-builtin": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
+        "spark": "CASE WHEN isnan({x}) THEN {x} ELSE least({x}, {c}) END",
         "postgres": "CASE WHEN {x} = 'NaN'::float8 THEN {x} ELSE least({x}, {c}) END"},
        c="((x < c || isnan(x)) ? x : c)", bound=lambda a, b, c: max(a, c), keeps_finite=True),
     Op("powc", CONSTANT, np.power, "{x} ** {c}", "power({x}, {c})", _POSTGRES_KERNEL,

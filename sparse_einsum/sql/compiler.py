@@ -291,8 +291,8 @@ class Compiler:
         return rel
 
     def _explode(self, rel: TableRelation, middle: Tiling) -> TableRelation:
-        """Split each payload along the axes that become keys; drop all-zero pieces (the
-        padding of edge tiles among them)."""
+        """Split each payload along the axes that become keys; drop +0.0 values and all-zero
+        pieces, and the padding of edge tiles."""
         d, q = self.d, self.d.q
         new = tuple(a for a in payload_axes(rel.tiling) if middle[a] == 1)
         out = self._new_rel(rel.tensor, middle)
@@ -301,7 +301,7 @@ class Compiler:
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
         kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
         pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
-        keys = []
+        keys, where = [], ["val IS NOT NULL"] + ([] if spec.sub_dims else [d.nonzero("val")])
         for a in out.keyed:
             if a not in new:
                 keys.append(q(out.column(a)))
@@ -311,9 +311,10 @@ class Compiler:
             if a in rel.keyed:                       # a tile: its key, times the tile size
                 offset = f"{q('t_' + out.column(a))} * {rel.tiling[a]} + {offset}"
             keys.append(f"{offset} AS {q(out.column(a))}")
+            if rel.shape[a] % rel.tiling[a]:         # the padding of edge tiles (-0.0 too)
+                where.append(f"{offset} < {rel.shape[a]}")
         sql = self._create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
-                                      "WHERE val IS NOT NULL" + ("" if spec.sub_dims else
-                                                                 " AND val <> 0"))
+                                      f"WHERE {' AND '.join(where)}")
         self.steps.append(Step("sql", out, sql, b.kernels,
                                f"explode {self._tiling_label(rel.tensor, middle)}"))
         return out

@@ -33,10 +33,13 @@ class Dialect:
     table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
+    double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
     zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"
     zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
     finite_sql: ClassVar[str] = "isfinite({x})"   # neither NaN nor inf
     isnan_sql: ClassVar[str] = "isnan({x})"
+    # an exploded value that needs a tuple: anything but +0.0 (1 / -0.0 is -inf)
+    nonzero_sql: ClassVar[str] = "{x} <> 0"
 
     def __init__(self, integers: bool = False):
         self.integers = integers      # values are BIGINT (exact integers) instead of doubles
@@ -55,6 +58,9 @@ class Dialect:
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
 
+    def nonzero(self, x: str) -> str:
+        return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
+
     def q(self, ident: str) -> str:
         return '"' + ident.replace('"', '""') + '"'
 
@@ -63,7 +69,7 @@ class Dialect:
             if c != int(c):
                 raise PlanError(f"the constant {c} makes integer values fractional")
             return f"CAST({int(c)} AS BIGINT)"
-        return f"CAST('{float(c)!r}' AS DOUBLE PRECISION)"
+        return f"CAST('{float(c)!r}' AS {self.double_sql})"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         kind = "TEMP TABLE" if temporary else self.table_kind

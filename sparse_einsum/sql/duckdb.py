@@ -3,12 +3,12 @@
 `DuckDBNativeDialect` (the embedded backend and compiled jobs, wherever the
 sparse_einsum extension loads) calls the extension's C kernels, as PostgreSQL does its
 own (`sql.native`). `DuckDBDialect` (the embedded backend on a connection that cannot
-load the extension) calls NumPy kernels registered as arrow UDFs and sums small vectors
-in the wide form (one aggregate per element). `DuckDBBuiltinDialect` (compiled jobs for
-a DuckDB client without the extension) uses built-in functions only: kernels are
-``list_transform(range(n), lambda ...)`` over flat row-major indices, with the index
-arithmetic of the KernelSpec/GatherSpec strides spelled out, and every list is limited
-to LIST_LIMIT elements.
+load the extension) calls NumPy kernels registered as arrow UDFs (`sql.udf`, as Spark
+does) and sums small vectors in the wide form (one aggregate per element).
+`DuckDBBuiltinDialect` (compiled jobs for a DuckDB client without the extension) uses
+built-in functions only: kernels are ``list_transform(range(n), lambda ...)`` over flat
+row-major indices, with the index arithmetic of the KernelSpec/GatherSpec strides
+spelled out, and every list is limited to LIST_LIMIT elements.
 
 Portability of the built-in form (checked against duckdb 2.0 and the duckdb 1.5 shell):
 ``ln``/``sqrt`` of non-positive numbers raise errors in 1.5 but give IEEE values in 2.0,
@@ -26,6 +26,7 @@ from ..program.ops import AGGREGATES
 from .dialect import Dialect, scaled_vector
 from .native import NativeDialect, spec_literal
 from .steps import StepBuilder, TableRelation
+from .udf import UDFDialect
 
 WIDE_AGGREGATE_LIMIT = 256   # up to this many elements, one SQL aggregate per element
 LIST_LIMIT = 4096        # longest dense array a job may hold in one tuple
@@ -67,6 +68,7 @@ class _DuckDBSQL(Dialect):
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
     packed_stack_sql = ("list_concat(list(CAST({pos} AS DOUBLE) ORDER BY {pos}), "
                         "list(CAST({val} AS DOUBLE) ORDER BY {pos}))")
+    nonzero_sql = "({x} <> 0 OR signbit({x}))"
 
     def with_missing_zeros(self, result: str, agg: str, count: str | None, expected: int
                            ) -> str:
@@ -105,10 +107,9 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
                 f"CROSS JOIN range({spec.positions}) AS g(p)")
 
 
-class DuckDBDialect(_DuckDBSQL):
+class DuckDBDialect(_DuckDBSQL, UDFDialect):
     """The embedded backend's SQL without the extension: NumPy kernels as arrow UDFs."""
     name = "duckdb"
-    broadcast_constants = True
     kernels = "NumPy through arrow UDFs (Python)"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
@@ -118,30 +119,13 @@ class DuckDBDialect(_DuckDBSQL):
         if scaled is not None:   # a built-in beats the UDF for vector * scalar (measured)
             vector, scalar = args[scaled], args[1 - scaled]
             return f"list_transform({vector}, lambda x: x * {scalar})"
-        name = step.use("kernel", spec, tuple(lists), spec.n_out > 0, constant=constant,
-                        sparse=tuple(sparse) or (False,) * len(args))
-        return f"{name}({', '.join(args)})"
-
-    def sparsify(self, step: StepBuilder, value: str) -> str:
-        return f"{step.use('sparsify', None, (True,), True)}({value})"
+        return super().kernel(step, spec, args, lists, constant, sparse)
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:
         if size > WIDE_AGGREGATE_LIMIT:
-            name = step.use("aggregate", None, (True,), True, agg=agg, expected_count=expected)
-            return f"{name}(list({value}), {count or '0'})"
+            return super().aggregate(step, agg, value, size, count, expected)
         return self.wide_aggregate(agg, value, size, count, expected)
-
-    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
-        pieces = "r.val"
-        if spec.sub_dims:   # a UDF returns every piece at once (NULL when all zero)
-            pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
-        return self.explode_list(pieces, spec.positions, table, kept)
-
-    def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
-              value_is_list: bool) -> str:
-        name = step.use("stack", spec, (value_is_list,), True)
-        return f"{name}(list({{'p': {position}, 'v': {value}}}))"
 
 
 class DuckDBBuiltinDialect(_DuckDBSQL):

@@ -21,6 +21,7 @@ class PostgresDialect(NativeDialect):
     zero_array_sql = "array_fill(CAST(0 AS float8), ARRAY[{size}])"
     finite_sql = "({x} NOT IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8))"
     isnan_sql = "({x} = 'NaN'::float8)"
+    nonzero_sql = "({x} <> 0 OR CAST({x} AS text) = '-0')"
     array_of_scalar = "ARRAY[{}]"
     packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
                         "|| array_agg({val} ORDER BY {pos})")

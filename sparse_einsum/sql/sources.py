@@ -14,7 +14,7 @@ def import_select(labels: tuple[str, ...], keys: tuple[str, ...], value: str | N
                   from_sql: str, dialect: Dialect) -> str:
     """SELECT of the all-promoted relation: one key column per label, then ``val``."""
     q = dialect.q
-    value_sql = f"CAST({q(value)} AS DOUBLE PRECISION)" if value else "1.0"
+    value_sql = f"CAST({q(value)} AS {dialect.double_sql})" if value else "1.0"
     selected = ", ".join(f"CAST({q(k)} AS BIGINT) AS {q(key_column(l, a))}"
                          for a, (k, l) in enumerate(zip(keys, labels)))
     not_null = " AND ".join(f"{q(k)} IS NOT NULL" for k in keys) or "TRUE"

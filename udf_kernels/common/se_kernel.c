@@ -740,7 +740,7 @@ se_count_nonzero(const double *x, int64_t n)
 	int64_t		k = 0;
 
 	for (int64_t i = 0; i < n; i++)
-		k += x[i] != 0.0;
+		k += se_stored(x[i]);
 	return k;
 }
 
@@ -748,7 +748,7 @@ void
 se_pack(const double *x, int64_t n, int64_t nnz, double *out)
 {
 	for (int64_t i = 0, j = 0; i < n; i++)
-		if (x[i] != 0.0)
+		if (se_stored(x[i]))
 		{
 			out[j] = (double) i;
 			out[nnz + j] = x[i];

@@ -15,6 +15,7 @@
 #ifndef SE_KERNEL_H
 #define SE_KERNEL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,7 +141,14 @@ bool		se_all_finite(const double *x, int64_t n);
 /* out[0..size) = the dense form of a packed payload of n doubles; false with err. */
 bool		se_unpack(const double *packed, int64_t n, int64_t size, double *out, char *err);
 
-/* Non-zeros of x[0..n). */
+/* Whether a relation stores x: anything but +0.0 (1 / -0.0 is -inf, as in NumPy). */
+static inline bool
+se_stored(double x)
+{
+	return x != 0.0 || signbit(x);
+}
+
+/* Stored values (se_stored) of x[0..n). */
 int64_t		se_count_nonzero(const double *x, int64_t n);
 
 /* out[0..2 nnz) = x[0..n) packed (nnz from se_count_nonzero). */

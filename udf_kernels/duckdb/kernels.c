@@ -3,7 +3,7 @@
  *
  *   se_kernel1(spec, a), se_kernel2(spec, a, b)   DOUBLE[] result
  *   se_value1(spec, a),  se_value2(spec, a, b)    the one element of the result, as DOUBLE
- *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all zero
+ *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all +0.0
  *   se_densify(packed, size), se_sparsify(v)      a packed sparse payload as a dense one
  *                                                 of size elements, and back
  *
@@ -557,7 +557,7 @@ take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector 
 			for (int64_t e = 0; e < g.sub_size; e++)
 			{
 				o[e] = x[suboff[e]];
-				nonzero |= o[e] != 0.0;
+				nonzero |= se_stored(o[e]);
 			}
 			if (nonzero)
 				entries[r].length = (idx_t) g.sub_size;

@@ -569,7 +569,7 @@ se_take(PG_FUNCTION_ARGS)
 	for (int64 e = 0; e < gc->g.s.sub_size; e++)
 	{
 		od[e] = x[base + gc->g.suboff[e]];
-		nonzero |= od[e] != 0.0;
+		nonzero |= se_stored(od[e]);
 	}
 	if (!nonzero)
 		PG_RETURN_NULL();
