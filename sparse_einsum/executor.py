@@ -47,7 +47,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
-    done_after = _last_reads(compiled)
+    done_after = _last_reads(compiled, backend.dialect.q("")[0])
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
@@ -74,17 +74,17 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     return Execution(results, reports)
 
 
-_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-
-
-def _last_reads(compiled: CompiledPlan) -> dict[int, list[TableRelation]]:
-    """Step index -> the tables made by the run that no later step reads (in its SQL or as
-    a kernel's constant operand); outputs are kept. Dropping them early bounds the memory
-    of a run by the live intermediates (a training iteration makes dozens)."""
+def _last_reads(compiled: CompiledPlan, quote: str) -> dict[int, list[TableRelation]]:
+    """Step index -> the tables made by the run that no later step reads (in its SQL, where
+    identifiers are quoted with `quote`, or as a kernel's constant operand); outputs are
+    kept. Dropping them early bounds the memory of a run by the live intermediates (a
+    training iteration makes dozens)."""
+    q = re.escape(quote)
+    quoted = re.compile(f"{q}((?:[^{q}]|{q}{q})*){q}")
     kept = {rel.table for rel in compiled.outputs.values()}
     last: dict[str, tuple[int, TableRelation]] = {}
     for k, step in enumerate(compiled.steps):
-        read = {m.replace('""', '"') for m in _QUOTED.findall(step.sql)}
+        read = {m.replace(quote * 2, quote) for m in quoted.findall(step.sql)}
         read |= {use.constant[1].table for use in step.kernels if use.constant}
         for table in read & last.keys():
             last[table] = (k, last[table][1])

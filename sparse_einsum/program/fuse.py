@@ -4,11 +4,12 @@
     Z[i,h]  = NX[i,f] * W1[f,h]    ->
 
 A statement that is a sum of a product, read by exactly one other such statement and not
-an output, is substituted into it (while the product has at most MAX_FACTORS tensors) (its summed labels renamed apart), so that the lowering
-chooses the order of all the factors together: above, X * W1 first and the sparse N last
-(what a GCN written in PyTorch does by hand), where the program's order would multiply
-N by X's 767 columns. The sum is the same; only its rounding may differ, and inf or NaN
-could turn up differently, so only tensors that are finite are fused.
+an output, is substituted into it (its summed labels renamed apart; at most MAX_FACTORS
+tensors in all), so that the lowering chooses the order of all the factors together:
+above, X * W1 first and the sparse N last (what a GCN written in PyTorch does by hand),
+where the program's order would multiply N by X's 767 columns. The sum is the same; only
+its rounding may differ, and inf or NaN could turn up differently, so only tensors that
+are finite are fused.
 """
 from __future__ import annotations
 
