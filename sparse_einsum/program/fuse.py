@@ -33,8 +33,11 @@ def fuse_products(program: Program, finite_input: Callable[[str], bool]
     """`program` with every product read once by another product substituted into it, and
     the (statement, statement fused into) pairs; `finite_input(name)` says whether an
     input holds no inf or NaN."""
-    finite = _finite_tensors(program, finite_input)
     uses = Counter(ref.name for st in program.statements for ref in expr_refs(st.expr))
+    if not any(uses[st.out] == 1 and st.out not in program.outputs
+               and product_factors(st.expr) is not None for st in program.statements):
+        return program, []          # nothing to fuse: no statistics needed
+    finite = _finite_tensors(program, finite_input)
     statements: list[Statement | None] = list(program.statements)
     fused: list[tuple[str, str]] = []
     for k, producer in enumerate(statements):
