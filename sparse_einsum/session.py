@@ -63,8 +63,9 @@ class Session:
     """A program bound to its inputs on one backend (or, to compile jobs, on none).
 
     Products of three or more tensors are contracted along the path the cost model
-    prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`) or
-    along opt_einsum's dense path (`paths="opt_einsum"`)."""
+    prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`; a
+    product read once by another is fused into it first, `program.fuse`) or along
+    opt_einsum's dense path with every statement as written (`paths="opt_einsum"`)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
