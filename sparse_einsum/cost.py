@@ -17,7 +17,7 @@ from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
 from .tiling import (
     Tiling, key_range, keyed_axes, middle_tiling, pads, payload_axes, payload_size,
-    tile_distinct,
+    stacks_scalars, tile_distinct,
 )
 
 
@@ -343,7 +343,7 @@ class CostModel:
         middle = middle_tiling(have, need)
         moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
-        if sparse and self.packed_stacks and middle != need and not payload_axes(middle):
+        if sparse and self.packed_stacks and stacks_scalars(have, need):
             # each scalar is sorted into its payload (two list entries), each payload written
             return cost + stats.tuples(middle) * (16.0 * self.p.c_xfer + self.p.c_fixed) + \
                 stats.tuples(need) * (self.payload_bytes(tensor, need, True) * self.p.c_xfer

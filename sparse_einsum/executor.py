@@ -47,7 +47,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
-    done_after = _last_reads(compiled, backend.dialect.q("")[0])
+    done_after = _last_reads(compiled, backend.dialect.quote)
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:

@@ -50,6 +50,13 @@ def middle_tiling(have: Tiling, need: Tiling) -> Tiling:
     return tuple(h if h == n else 1 for h, n in zip(have, need))
 
 
+def stacks_scalars(have: Tiling, need: Tiling) -> bool:
+    """Whether repartitioning `have` into `need` stacks scalars only (the payloads that
+    `need` has come wholly from keys): an engine can then pack them sparse directly."""
+    middle = middle_tiling(have, need)
+    return middle != need and not payload_axes(middle)
+
+
 def key_range(b: int, n: int) -> int:
     """How many values a key column of tile size b takes on an axis of size n."""
     return ceil(n / b)

@@ -12,7 +12,7 @@ from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..plan import Plan
-from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render
+from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES
 from .dialect import Dialect
@@ -79,9 +79,9 @@ class Compiler:
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
                 self.plan.output_tiling(self.dag.vertex(tensor))
-            middle = middle_tiling(have, tiling)
-            if sparse and self.d.packed_stack_sql and middle != tiling and not payload_axes(middle):
-                rel = self._stack(self.relation(tensor, middle), tiling, packed=True)
+            if sparse and self.d.packed_stack_sql and stacks_scalars(have, tiling):
+                rel = self._stack(self.relation(tensor, middle_tiling(have, tiling)), tiling,
+                                  packed=True)
             elif sparse:
                 rel = self._sparsify(self.relation(tensor, tiling))
             else:

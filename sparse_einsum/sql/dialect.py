@@ -30,6 +30,7 @@ class Dialect:
     engine: ClassVar[str] = "generic"              # the backend whose cost constants apply
     sqlglot: ClassVar[str] = ""                   # sqlglot's name of the dialect
     param: ClassVar[str] = "?"                    # bound-parameter marker of the driver
+    quote: ClassVar[str] = '"'                    # around identifiers (doubled inside)
     table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
@@ -62,7 +63,7 @@ class Dialect:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
 
     def q(self, ident: str) -> str:
-        return '"' + ident.replace('"', '""') + '"'
+        return self.quote + ident.replace(self.quote, self.quote * 2) + self.quote
 
     def num(self, c: float) -> str:
         if self.integers:

@@ -23,6 +23,7 @@ SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scal
 
 class SparkDialect(UDFDialect):
     name = engine = sqlglot = "spark"
+    quote = "`"
     param = "?"
     int_division = "({a} DIV {b})"
     range_sql = "range({n}) AS r_{col}({col})"
@@ -34,9 +35,6 @@ class SparkDialect(UDFDialect):
     collect_sql = "collect_list({v})"
     pair_sql = "named_struct('p', {p}, 'v', {v})"
     kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
-
-    def q(self, ident: str) -> str:
-        return "`" + ident.replace("`", "``") + "`"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         """A temporary view; the backend materializes it when it is created."""
