@@ -153,6 +153,24 @@ def test_formula_7_within_20_percent_on_uniform_data():
     assert est == pytest.approx(np.count_nonzero(t.any(axis=1)), rel=0.2)
 
 
+@pytest.mark.parametrize("shape", [(300, 200), (257, 4099), (70, 5000)])
+def test_tile_counts_of_inputs_are_exact(shape):
+    """The non-empty tiles of every candidate tiling, counted for a matrix given sparse
+    (with an explicit zero and duplicates summing to zero) or dense, equal a count of
+    the distinct (row tile, column tile) pairs; an all-zero matrix has none."""
+    m = sp.random(*shape, density=0.01, format="coo", random_state=3)
+    m = sp.coo_matrix((np.r_[m.data, 0.0, 1.0, -1.0],
+                       (np.r_[m.row, 0, 3, 3], np.r_[m.col, 1, 5, 5])), shape=shape)
+    dense = m.toarray()
+    rows, cols = np.nonzero(dense)
+    for given in (m, m.tocsr(), dense):
+        counts = exact_stats(given).tile_counts
+        assert counts
+        for (b0, b1), count in counts.items():
+            assert count == len(set(zip(rows // b0, cols // b1))), (type(given), b0, b1)
+    assert set(exact_stats(sp.csr_array(shape)).tile_counts.values()) == {0.0}
+
+
 def test_join_and_aggregate_estimates_within_20_percent_on_uniform_data():
     a, b = _uniform(3000, 2000, 15000, 1), _uniform(2000, 2500, 12000, 2)
     ctx = _einsum("ij,jk->ik", {"T0": a, "T1": b}).optimizer()

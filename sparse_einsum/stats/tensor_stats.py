@@ -66,8 +66,9 @@ def _values(values: np.ndarray) -> dict:
         return {"max_abs": 0.0, "finite": True}
     if values.dtype.kind in "biu":
         return {"max_abs": float(np.abs(values.astype(np.float64)).max()), "finite": True}
-    finite = bool(np.isfinite(values).all())
-    return {"max_abs": float(np.abs(values).max()) if finite else float("inf"), "finite": finite}
+    low, high = float(values.min()), float(values.max())    # NaN and inf show in these
+    finite = math.isfinite(low) and math.isfinite(high)
+    return {"max_abs": max(-low, high) if finite else float("inf"), "finite": finite}
 
 
 def exact_stats(x: object) -> TensorStats:
@@ -79,17 +80,12 @@ def exact_stats(x: object) -> TensorStats:
         if not csr.has_canonical_format:
             csr = csr.copy()
             csr.sum_duplicates()
-        nonzero = csr.data != 0
-        rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))[nonzero]
-        cols = csr.indices[nonzero]
-        nnz = len(rows)
-        counts = [np.diff(csr.indptr) if nonzero.all() else
-                  np.bincount(rows, minlength=csr.shape[0]),
-                  np.bincount(cols, minlength=csr.shape[1])]
+        pattern = _pattern(csr, csr.data != 0)
+        counts = [np.diff(pattern.indptr), np.bincount(pattern.indices, minlength=csr.shape[1])]
         distinct = tuple(float(np.count_nonzero(c)) for c in counts)
-        return TensorStats(tuple(csr.shape), float(nnz), distinct,
-                           tile_counts=_tile_counts(csr.shape, rows, cols),
-                           degrees=Degrees.of(counts), **_values(csr.data[nonzero]))
+        return TensorStats(tuple(csr.shape), float(pattern.nnz), distinct,
+                           tile_counts=_tile_counts(pattern),
+                           degrees=Degrees.of(counts), **_values(pattern.data))
     array = np.asarray(x)
     nonzero = array != 0
     nnz = int(np.count_nonzero(nonzero))
@@ -100,12 +96,20 @@ def exact_stats(x: object) -> TensorStats:
     distinct = [float(np.count_nonzero(c)) for c in counts]
     tiles = None
     if array.ndim == 2:
-        tiles = _tile_counts(array.shape, *np.nonzero(nonzero)) if nnz < array.size else \
+        tiles = _tile_counts(sp.csr_array(nonzero)) if nnz < array.size else \
             {tiling: float(key_range(tiling[0], array.shape[0]) *
                            key_range(tiling[1], array.shape[1]))
              for tiling in _tilings(array.shape)}
     return TensorStats(tuple(array.shape), float(nnz), tuple(distinct),
                        tile_counts=tiles, degrees=Degrees.of(counts), **_values(array))
+
+
+def _pattern(csr: sp.csr_array, nonzero: np.ndarray) -> sp.csr_array:
+    """The canonical CSR pattern of the entries of `csr` where `nonzero`."""
+    if nonzero.all():
+        return csr
+    kept = np.cumsum(np.r_[0, nonzero])[csr.indptr]
+    return sp.csr_array((csr.data[nonzero], csr.indices[nonzero], kept), shape=csr.shape)
 
 
 def _tilings(shape: tuple[int, int]) -> list[Tiling]:
@@ -116,43 +120,56 @@ def _tilings(shape: tuple[int, int]) -> list[Tiling]:
             if not (b0 in (1, shape[0]) and b1 in (1, shape[1]))]
 
 
-def _tile_counts(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray
-                 ) -> dict[Tiling, float]:
-    """Non-empty tiles of a matrix with non-zeros at (rows, cols), given in row-major
-    order, for every candidate tiling: per column tile size one stable sort of the
-    distinct (row, column tile) pairs by column tile, then one linear pass per row tile
-    size (coarsening the rows keeps that order)."""
+def _tile_counts(pattern: sp.csr_array) -> dict[Tiling, float]:
+    """Non-empty tiles of a matrix, given the pattern of its non-zeros (canonical CSR),
+    for every candidate tiling, in linear time: with whole rows as keys the (row, column
+    tile) pairs change between neighbours in row-major order, with whole columns in
+    column-major order; tiles on both axes (at most 4096 along each, powers of two or the
+    whole axis) are reduced from a bitmap of the finest ones."""
+    shape, wanted = pattern.shape, _tilings(pattern.shape)
+    if not pattern.nnz:
+        return {tiling: 0.0 for tiling in wanted}
+    structure = sp.csr_array((np.ones(pattern.nnz, dtype=np.int8), pattern.indices,
+                              pattern.indptr), shape=shape)
     counts: dict[Tiling, float] = {}
-    wanted = _tilings(shape)
-    rows, cols = rows.astype(np.int32, copy=False), cols.astype(np.int32, copy=False)
-    for b1 in sorted({b1 for _, b1 in wanted}):
-        col_tile = _tile_of(cols, b1)
-        first = np.ones(len(rows), dtype=bool)
-        first[1:] = (rows[1:] != rows[:-1]) | (col_tile[1:] != col_tile[:-1])
-        r, c = rows[first], col_tile[first]
-        if b1 < shape[1]:
-            order = _stable_order(c, key_range(b1, shape[1]))
-            r, c = r[order], c[order]
-        col_changes = c[1:] != c[:-1]
-        for b0 in (b0 for b0, b in wanted if b == b1):
-            row_tile = _tile_of(r, b0)
-            changes = np.count_nonzero(col_changes | (row_tile[1:] != row_tile[:-1]))
-            counts[(b0, b1)] = float(changes + 1) if len(r) else 0.0
+    for axis, compressed in ((0, structure), (1, structure.tocsc())):
+        major = np.repeat(np.arange(shape[axis], dtype=compressed.indices.dtype),
+                          np.diff(compressed.indptr))
+        if axis == 0:
+            rows, cols = major, compressed.indices
+        changes = major[1:] != major[:-1]
+        for tiling in (t for t in wanted if t[axis] == 1):
+            minor = _tile_of(compressed.indices, tiling[1 - axis])
+            counts[tiling] = float(np.count_nonzero(changes | (minor[1:] != minor[:-1])) + 1)
+    tiled = [t for t in wanted if 1 not in t]
+    if tiled:
+        finest = [min(t[axis] for t in tiled) for axis in (0, 1)]
+        grid = np.zeros([key_range(b, n) for b, n in zip(finest, shape)], dtype=bool)
+        grid[_tile_of(rows, finest[0]), _tile_of(cols, finest[1])] = True
+        by_rows = {b0: _coarsen(grid, 0, b0, finest[0], shape[0]) for b0, _ in tiled}
+        for b0, b1 in tiled:
+            coarse = _coarsen(by_rows[b0], 1, b1, finest[1], shape[1])
+            counts[(b0, b1)] = float(np.count_nonzero(coarse))
     return counts
+
+
+def _coarsen(grid: np.ndarray, axis: int, b: int, f: int, n: int) -> np.ndarray:
+    """A bitmap of occupied tiles of size f along `axis` (of length n) as one of tiles of
+    size b, a multiple of f or the whole axis."""
+    step = b // f if b < n else grid.shape[axis]
+    if step == 1:
+        return grid
+    padding = [(0, 0), (0, 0)]
+    padding[axis] = (0, -grid.shape[axis] % step)
+    padded = np.pad(grid, padding)
+    shape = list(padded.shape)
+    shape[axis:axis + 1] = [shape[axis] // step, step]
+    return padded.reshape(shape).any(axis=axis + 1)
 
 
 def _tile_of(index: np.ndarray, b: int) -> np.ndarray:
     """index // b, as a shift when b is a power of two."""
     return index >> (b.bit_length() - 1) if b & (b - 1) == 0 else index // b
-
-
-def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
-    """A stable argsort of non-negative integer keys below `bound`, as radix sorts of
-    16-bit digits (linear time)."""
-    order = np.argsort(keys.astype(np.uint16), kind="stable")
-    if bound > 1 << 16:
-        order = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
-    return order
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
