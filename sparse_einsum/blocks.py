@@ -15,7 +15,7 @@ from math import prod
 import numpy as np
 import scipy.sparse as sp
 
-from .tiling import Tiling, key_range, keyed_axes, payload_size
+from .tiling import Tiling, key_range, keyed_axes, payload_size, split_index
 
 
 @dataclass
@@ -115,26 +115,27 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
     if matrix.ndim != 2:
         raise ValueError("scipy.sparse inputs must be matrices")
     csr = canonical(matrix, "csr")
-    keep = stored(csr.data)
-    rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))[keep]
-    cols = csr.indices[keep].astype(np.int64)
+    rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+    cols, data = csr.indices.astype(np.int64), csr.data
+    keep = stored(data)
+    if not keep.all():
+        rows, cols, data = rows[keep], cols[keep], data[keep]
     grid = _grid(csr.shape, tiling)
     (r0, b0), (r1, b1) = grid
-    tile = (rows // b0) * r1 + cols // b1
-    offsets = (rows % b0) * b1 + cols % b1
+    (row_tile, row_offset), (col_tile, col_offset) = split_index(rows, b0), split_index(cols, b1)
+    tile = row_tile * r1 + col_tile
+    offsets = row_offset * b1 + col_offset
     if sparse:
-        order = None if np.all(tile[1:] >= tile[:-1]) else np.argsort(tile, kind="stable")
-        if order is not None:               # grouped by tile, CSR order within each
-            tile, offsets, data = tile[order], offsets[order], csr.data[keep][order]
-        else:
-            data = csr.data[keep]
+        if np.any(tile[1:] < tile[:-1]):   # grouped by tile, CSR order within each
+            order = np.argsort(tile, kind="stable")
+            tile, offsets, data = tile[order], offsets[order], data[order]
         tile_ids, slot = _unique(tile)
         packed, bounds = _pack(slot, offsets, data, np.bincount(slot, minlength=len(tile_ids)))
         blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), csr.shape, tiling, grid)
         return Blocks(blocks.keys, packed, bounds)
     tile_ids, slot = _unique(tile)
-    values = np.zeros((len(tile_ids), b0 * b1), dtype=csr.data.dtype)
-    values[slot, offsets] = csr.data[keep]
+    values = np.zeros((len(tile_ids), b0 * b1), dtype=data.dtype)
+    values[slot, offsets] = data
     return _blocks(tile_ids, values, csr.shape, tiling, grid)
 
 

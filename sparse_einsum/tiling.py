@@ -62,6 +62,15 @@ def key_range(b: int, n: int) -> int:
     return ceil(n / b)
 
 
+def split_index(index: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index // b, index % b) of non-negative integers: shifts and masks when b is a
+    power of two (inputs are split this way on every load)."""
+    if b & (b - 1) == 0:
+        shift = b.bit_length() - 1
+        return index >> shift, index & (b - 1)
+    return np.divmod(index, b)
+
+
 def pads(tiling: Tiling, shape: tuple[int, ...]) -> bool:
     """Whether some tile is padded (a tile size that does not divide its axis)."""
     return any(1 < b < n and n % b for b, n in zip(tiling, shape))

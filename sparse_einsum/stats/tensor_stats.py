@@ -11,7 +11,7 @@ from math import prod
 import numpy as np
 import scipy.sparse as sp
 
-from ..tiling import Tiling, key_range, keyed_axes, tile_distinct, tile_sizes
+from ..tiling import Tiling, key_range, keyed_axes, split_index, tile_distinct, tile_sizes
 
 
 @dataclass(frozen=True)
@@ -168,8 +168,7 @@ def _coarsen(grid: np.ndarray, axis: int, b: int, f: int, n: int) -> np.ndarray:
 
 
 def _tile_of(index: np.ndarray, b: int) -> np.ndarray:
-    """index // b, as a shift when b is a power of two."""
-    return index >> (b.bit_length() - 1) if b & (b - 1) == 0 else index // b
+    return split_index(index, b)[0]
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
