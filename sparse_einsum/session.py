@@ -90,7 +90,8 @@ class Session:
         self.in_place = in_place
         self.scoped = scoped          # False: the caller runs transactions (training)
         if backend is not None:
-            self.backend, self._owns_backend = open_backend(backend, **backend_options)
+            self.backend, self._owns_backend = open_backend(backend, shared=True,
+                                                            **backend_options)
             if scoped:
                 self._scope = self.backend.scope()     # every table the session makes lives in it
                 self._scope.__enter__()

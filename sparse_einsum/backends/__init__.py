@@ -18,15 +18,20 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(import_module(module), cls)
 
 
-def open_backend(spec: object = "duckdb", **options) -> tuple[Backend, bool]:
+def open_backend(spec: object = "duckdb", *, shared: bool = False, **options
+                 ) -> tuple[Backend, bool]:
     """A backend from a name (with its options), a Backend, or a DuckDB or psycopg
-    connection or a SparkSession; and whether the caller owns it (must close it)."""
+    connection or a SparkSession; and whether the caller owns it (must close it).
+    `shared`: a name without options may run on the engine the process keeps open (see
+    `Backend.shared`; for sessions, whose tables are temporary)."""
     options = {k: v for k, v in options.items() if v is not None}
     if isinstance(spec, Backend):
         _no_options(spec, options)
         return spec, False
     if isinstance(spec, str):
-        return backend_class(spec)(**options), True
+        cls = backend_class(spec)
+        backend = cls.shared() if shared and not options else None
+        return backend or cls(**options), True
     kind = type(spec).__module__.split(".")[0]
     if kind in ("duckdb", "_duckdb"):
         return backend_class("duckdb")(spec, **options), True

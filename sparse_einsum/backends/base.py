@@ -76,6 +76,12 @@ class Backend:
     def release_source(self, scratch: str) -> None:
         """Remove what `source_from` made."""
 
+    @classmethod
+    def shared(cls) -> "Backend | None":
+        """A backend on an engine this process keeps open for calls that name the engine
+        without options (None: every call connects anew)."""
+        return None
+
     def cost_params(self, params: CostParams) -> CostParams:
         """The cost constants with what this connection knows of the engine (a cluster's
         parallelism, say)."""
