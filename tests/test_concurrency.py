@@ -1,6 +1,8 @@
-"""Two runs of the same program at the same time on the same database do not interfere."""
+"""Two runs of the same program at the same time on the same database do not interfere;
+calls without a backend of their own share the process's DuckDB."""
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
@@ -65,3 +67,22 @@ def test_concurrent_runs_on_one_duckdb_file(tmp_path):
         assert root.execute("SELECT count(*) FROM information_schema.tables").fetchall()[0][0] == 0
     finally:
         root.close()
+
+
+def test_calls_without_a_backend_share_the_process_database_and_leave_nothing():
+    """Calls that name DuckDB without options run on cursors of one in-memory database,
+    also from several threads at once, and leave no table, view or registered input in
+    it; a call with options opens its own, and so does a forked child."""
+    datas = [_data(s) for s in range(6)]
+    with ThreadPoolExecutor(3) as pool:
+        _check(list(pool.map(lambda k: run(PROGRAM, datas[k]), range(6))), datas)
+    pid, engine = DuckDBBackend._engine
+    assert pid == os.getpid()
+    assert engine.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
+    assert engine.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal"
+                          ).fetchall() == [(0,)]
+    _check([run(PROGRAM, datas[0], threads=1)], datas[:1])
+    assert DuckDBBackend._engine[1] is engine
+    DuckDBBackend._engine = (pid + 1, engine)       # as a forked child finds it
+    _check([run(PROGRAM, datas[1])], datas[1:2])
+    assert DuckDBBackend._engine[0] == pid and DuckDBBackend._engine[1] is not engine
