@@ -106,7 +106,7 @@ def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], ti
     keyed = keyed_axes(tiling, shape)
     keys = np.unravel_index(tile_ids, [r for r, _ in grid]) if grid else ()
     return Blocks([np.asarray(keys[a], dtype=np.int64) for a in keyed],
-                  values if payload_size(tiling) > 1 else values[:, 0])
+                  values if payload_size(tiling) > 1 else values.reshape(len(values)))
 
 
 def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:

@@ -111,6 +111,37 @@ def test_numpy_errors_are_one_line(duck):
         einsum(None, np.ones(2), backend=duck)
 
 
+ZERO_SIZE = [("ij->ij", [(0, 5)]), ("ij->j", [(0, 5)]), ("ij->", [(0, 5)]), ("ii->i", [(0, 0)]),
+             ("ij,jk->ik", [(4, 0), (0, 3)]), ("ij,jk->ik", [(0, 5), (5, 3)]),
+             ("i,i->", [(0,), (0,)]), ("ij,ij->ij", [(1, 5), (0, 5)])]
+
+
+@pytest.mark.parametrize("subscripts,shapes", ZERO_SIZE, ids=[f"{s}{p}" for s, p in ZERO_SIZE])
+def test_zero_size_operands_as_numpy(subscripts, shapes, backend):
+    """Axes of size 0 (which size-1 axes broadcast to) give NumPy's shapes, zeros and
+    dtypes under every plan, for dense, scipy.sparse and integer operands."""
+    for dtype in ("float64", "int64"):
+        ops = [np.ones(shape, dtype=dtype) for shape in shapes]
+        want = np.einsum(subscripts, *ops)
+        for plan in ("optimal", "relational", "dense"):
+            _check(einsum(subscripts, *ops, plan=plan, backend=backend), want,
+                   (subscripts, dtype, plan))
+    ops = [sp.csr_array(shape) if len(shape) == 2 else np.ones(shape) for shape in shapes]
+    _check(einsum(subscripts, *ops, backend=backend),
+           np.einsum(subscripts, *[o.toarray() if sp.issparse(o) else o for o in ops]),
+           (subscripts, "sparse"))
+    with pytest.raises(DataError, match="label 'i' has size 0 in one operand and 2"):
+        einsum("ij,ij->ij", np.ones((2, 5)), np.ones((0, 5)), backend=backend)
+
+
+def test_max_over_a_zero_size_label_is_an_error_as_in_numpy(duck):
+    program = "input A[i,j]\nM[i] = max(A[i,j])\noutput M"
+    with pytest.raises(DataError, match="line 2: max over label 'j' of size 0 has no identity"):
+        run(program, {"A": np.ones((3, 0))}, backend=duck)
+    _check(run(program, {"A": np.ones((0, 3))}, backend=duck)["M"], np.ones((0, 3)).max(axis=1),
+           "max keeping the empty axis")
+
+
 def test_integers_beyond_2_53_are_exact(backend):
     """int64 products and sums above 2**53 come out exact: computed as BIGINT under plans
     with scalar values; plans with arrays say why they cannot."""

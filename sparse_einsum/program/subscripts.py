@@ -162,16 +162,15 @@ def _broadcast(subscripts: str, terms: list[str], output: str,
     sizes: dict[str, int] = {}
     for term, shape in known:
         for label, n in zip(term, shape):
-            sizes[label] = max(sizes.get(label, 1), n)
-    for term, shape in known:
-        for label, n in zip(term, shape):
-            if n not in (1, sizes[label]):
+            if sizes.get(label, 1) == 1:
+                sizes[label] = n          # 0 is a size like any other: 1 broadcasts to it
+            elif n not in (1, sizes[label]):
                 raise DataError(f"einsum {subscripts!r}: label {label!r} has size {n} in one "
                                 f"operand and {sizes[label]} in another (sizes must match or be 1)")
     squeeze, kept = [], []
     for k, (term, shape) in enumerate(zip(terms, shapes)):
         axes = tuple(a for a, (label, n) in enumerate(zip(term, shape or ()))
-                     if n == 1 and sizes[label] > 1)
+                     if n == 1 and sizes[label] != 1)
         for a in axes:
             if term.count(term[a]) > 1:
                 raise DataError(f"einsum {subscripts!r}: label {term[a]!r} repeats in operand "

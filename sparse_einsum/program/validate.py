@@ -163,4 +163,12 @@ def infer_bounds(program: Program, shapes: Mapping[str, Sequence[int]]) -> dict[
             raise DataError(f"{prefix}{_where(st.line, k)}: label '{label}' has size {n1} in "
                             f"{r1.name} but size {n2} in {r2.name} ({st.text or st})")
         sizes[st.out] = tuple(n or 0 for n in _statement_sizes(st, sizes, conflict))
+        if st.agg != "sum":
+            empty = sorted(label for ref in expr_refs(st.expr)
+                           for label, n in zip(ref.labels, sizes[ref.name])
+                           if n == 0 and label not in st.out_labels)
+            if empty:
+                raise DataError(f"{prefix}{_where(st.line, k)}: {st.agg} over label "
+                                f"'{empty[0]}' of size 0 has no identity, as in NumPy "
+                                f"({st.text or st})")
     return sizes
