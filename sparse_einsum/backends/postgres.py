@@ -11,7 +11,7 @@ from ..inputs import SourceInput, read_file
 from ..sql.postgres import PostgresDialect
 from ..sql.steps import TableRelation
 from .base import Backend, arrow_columns
-from .pg_copy import copy_in_arrays, copy_in_ragged, copy_out_arrays
+from .pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from .pg_kernels import check_kernels
 
 
@@ -69,26 +69,24 @@ class PostgresBackend(Backend):
                           f"({', '.join(keys + [value])})")
         if len(blocks) == 0:
             return
-        if rel.sparse:
-            copy_in_ragged(self.conn, q(rel.table), dict(zip(rel.columns, blocks.keys)),
-                           blocks.values, blocks.bounds)
-            return
-        values = blocks.values
-        if not rel.is_scalar:
-            values = np.asarray(values, dtype=np.float64).reshape(len(blocks), rel.sub_size)
-        copy_in_arrays(self.conn, q(rel.table), dict(zip(rel.columns, blocks.keys)), values)
+        keys = dict(zip(rel.columns, blocks.keys))
+        if rel.is_scalar:
+            copy_in_arrays(self.conn, q(rel.table), keys, blocks.values)
+        elif rel.sparse:
+            insert_rows(self.conn, q(rel.table), keys, blocks.values, blocks.bounds)
+        else:
+            insert_rows(self.conn, q(rel.table), keys, blocks.values,
+                        np.arange(len(blocks) + 1, dtype=np.int64) * rel.sub_size)
 
     def fetch(self, rel: TableRelation) -> Blocks:
         q = self.dialect.q
         if self.row_count(rel) == 0:
             shape = (0,) if rel.is_scalar else (0, rel.sub_size)
             return Blocks([np.zeros(0, dtype=np.int64) for _ in rel.columns], np.zeros(shape))
-        cols = ", ".join([f"CAST({q(c)} AS bigint) AS {q(c)}" for c in rel.columns] + ["val"])
+        value = "val" if rel.is_scalar else f"se_raw(val, {rel.sub_size})"   # raw bytes
+        cols = ", ".join([f"CAST({q(c)} AS bigint) AS {q(c)}" for c in rel.columns] + [value])
         keys, values = copy_out_arrays(self.conn, f"SELECT {cols} FROM {q(rel.table)}")
-        key_arrays = [np.asarray(k, dtype=np.int64) for k in keys.values()]
-        if not rel.is_scalar:
-            values = values.reshape(len(values), rel.sub_size)
-        return Blocks(key_arrays, values)
+        return Blocks(list(keys.values()), values)
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return self.conn.execute(sql, list(params) or None).fetchall()
