@@ -70,8 +70,11 @@ class PostgresBackend(Backend):
         keys = [f"{q(c)} bigint" for c in rel.columns]
         integers = blocks.values.dtype.kind in "biu"
         value = "val float8[]" if not rel.is_scalar else ("val bigint" if integers else "val float8")
-        self.conn.execute(f"CREATE {self.dialect.table_kind} {q(rel.table)} "
-                          f"({', '.join(keys + [value])}){self.dialect.table_options}")
+        create = (f"CREATE {self.dialect.table_kind} {q(rel.table)} "
+                  f"({', '.join(keys + [value])}){self.dialect.table_options}")
+        if not rel.is_scalar:   # payloads past a page: TOAST them without trying compression
+            create += f"; ALTER TABLE {q(rel.table)} ALTER COLUMN val SET STORAGE EXTERNAL"
+        self.conn.execute(create)
         if len(blocks) == 0:
             return
         keys = dict(zip(rel.columns, blocks.keys))
