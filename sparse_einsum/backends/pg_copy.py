@@ -1,14 +1,15 @@
-"""Moving NumPy arrays in and out of PostgreSQL: binary COPY encoded and decoded by NumPy
-as a whole (copy_in_arrays, copy_out_arrays: any query, scalar and array columns), and
-raw native-endian bytes through the kernels' se_rows and se_raw for relations with
-float8[] payloads (insert_rows, fetch_rows), which skip PostgreSQL's per-element array
-send and receive functions.
+"""Moving NumPy arrays in and out of PostgreSQL, encoded and decoded by NumPy as a whole.
 
-In binary COPY each row is one NumPy structured record laid out exactly as PostgreSQL's binary COPY
-row (big-endian): field count, then per field its length and bytes; a float8[] field
-is ``ndim, has_null, elemtype, (dim, lbound), (len 8, value) * width``. Every row has
-the same byte size (no NULLs, one array width), so a whole chunk is one record array.
+Binary COPY (copy_in_arrays, copy_out_arrays) takes any query, scalar and array
+columns: each row is one NumPy structured record laid out exactly as PostgreSQL's binary
+COPY row (big-endian): field count, then per field its length and bytes; a float8[]
+field is ``ndim, has_null, elemtype, (dim, lbound), (len 8, value) * width``. Every row
+has the same byte size (no NULLs, one array width), so a whole chunk is one record array.
 Reading back costs one libpq call per row and no other per-row Python.
+
+Payloads skip PostgreSQL's per-element array send and receive functions as raw
+native-endian bytes: insert_rows through the kernels' se_rows, and copy_out_arrays of a
+bytea column such as se_raw(val, width).
 """
 from __future__ import annotations
 
