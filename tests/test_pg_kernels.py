@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays
+from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels
 from sparse_einsum.errors import BackendError
 from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, V4, mark, packed, random_spec, ref_kernel
@@ -162,8 +162,10 @@ def test_weighted_sum(conn, agg_table):
                         "(2.0, ARRAY[3.0])) t(w, v)").fetchone()[0] == [6.0]
 
 
-def test_install_updates_an_older_extension(pg_dsn):
-    """A database on 1.0 is updated in place by install_kernels (as by .ci/pg_setup.sh)."""
+@pytest.mark.parametrize("old", ["1.0", "1.1"])
+def test_install_updates_an_older_extension(pg_dsn, old):
+    """A database on an older version is updated in place by install_kernels (as by
+    .ci/pg_setup.sh)."""
     from psycopg.conninfo import make_conninfo
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
         admin.execute("DROP DATABASE IF EXISTS se_kernels_update")
@@ -171,8 +173,8 @@ def test_install_updates_an_older_extension(pg_dsn):
     dsn = make_conninfo(pg_dsn, dbname="se_kernels_update")
     try:
         with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute("CREATE EXTENSION sparse_einsum_kernels VERSION '1.0'")
-            with pytest.raises(BackendError, match="1.0 .* installed, 1.1 needed"):
+            c.execute(f"CREATE EXTENSION sparse_einsum_kernels VERSION '{old}'")
+            with pytest.raises(BackendError, match=f"{old} .* installed, {KERNELS_VERSION} needed"):
                 check_kernels(c)
         assert install_kernels(dsn) == KERNELS_VERSION
         with psycopg.connect(dsn, autocommit=True) as c:
@@ -377,6 +379,57 @@ def test_copy_round_trip_scalars(conn):
     assert none is None and keys["i"].tolist() == [0, 1, 2]
     keys, empty = copy_out_arrays(conn, "SELECT i, v FROM t_sc WHERE false")
     assert keys["i"].shape == (0,) and empty.shape == (0,)
+
+
+def test_raw_rows_round_trip(conn):
+    """insert_rows (se_rows) and copy_out_arrays of se_raw move payloads bit for bit:
+    NaN, inf, -0.0, ragged rows, empty rows, keys beyond 32 bits, several chunks."""
+    from sparse_einsum.backends import pg_copy
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 9, 3000)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    vals = rng.normal(size=bounds[-1])
+    vals[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    i, j = rng.integers(-2**62, 2**62, len(counts)), np.arange(len(counts))
+    conn.execute("DROP TABLE IF EXISTS t_raw")
+    conn.execute("CREATE TABLE t_raw (i bigint, j bigint, val float8[])")
+    chunk, pg_copy._RAW_CHUNK_BYTES = pg_copy._RAW_CHUNK_BYTES, 4096   # many statements
+    try:
+        assert insert_rows(conn, "t_raw", {"i": i, "j": j}, vals, bounds) == len(counts)
+    finally:
+        pg_copy._RAW_CHUNK_BYTES = chunk
+    rows = conn.execute("SELECT i, j, coalesce(array_length(val, 1), 0) FROM t_raw ORDER BY j").fetchall()
+    assert rows == [(a, b, c) for a, b, c in zip(i.tolist(), j.tolist(), counts.tolist())]
+    stored = conn.execute("SELECT val FROM t_raw WHERE j = 0").fetchone()[0]
+    assert np.isnan(stored[0]) and stored[1:3] == [np.inf, -np.inf] and np.signbit(stored[3])
+    width = 5
+    conn.execute("DELETE FROM t_raw")
+    dense = rng.normal(size=(400, width))
+    dense[0] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    insert_rows(conn, "t_raw", {"i": np.arange(400), "j": -np.arange(400)}, dense,
+                np.arange(401) * width)
+    keys, got = copy_out_arrays(conn, f"SELECT i, j, se_raw(val, {width}) FROM t_raw ORDER BY i")
+    np.testing.assert_array_equal(keys["j"], -np.arange(400))
+    assert got.dtype == np.float64 and got.shape == (400, width) and got.flags.writeable
+    np.testing.assert_array_equal(got, dense)
+    assert np.signbit(got[0, 3]) and not np.signbit(got[0, 4])
+    keys, empty = copy_out_arrays(conn, f"SELECT i, se_raw(val, {width}) FROM t_raw WHERE false")
+    assert keys["i"].shape == (0,) and empty.shape == (0, 0)
+    with pytest.raises(psycopg.errors.ArraySubscriptError, match="3 were expected"):
+        copy_out_arrays(conn, "SELECT i, se_raw(val, 3) FROM t_raw")
+
+
+@pytest.mark.parametrize("columns,args,message", [
+    ("v float8[]", (b"", b"", np.array([0, 1], np.int64).tobytes()), "to the number of values"),
+    ("v float8[]", (b"", b"\0" * 16, np.array([0, 2, 1, 2], np.int64).tobytes()), "not decrease"),
+    ("v float8[]", (b"", b"\0" * 8, b"\0" * 3), "whole int64"),
+    ("k bigint, v float8[]", (b"\0" * 8, b"", np.zeros(3, np.int64).tobytes()), "8 key bytes"),
+])
+def test_se_rows_errors(conn, columns, args, message):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=message):
+        conn.execute(f"SELECT * FROM se_rows(%b, %b, %b) AS r({columns})", args)
+    with pytest.raises(psycopg.errors.DatatypeMismatch, match="bigint keys"):
+        conn.execute("SELECT * FROM se_rows(%b, %b, %b) AS r(v float8)", args)
 
 
 def test_copy_errors(conn):

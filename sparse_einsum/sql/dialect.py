@@ -32,6 +32,7 @@ class Dialect:
     param: ClassVar[str] = "?"                    # bound-parameter marker of the driver
     quote: ClassVar[str] = '"'                    # around identifiers (doubled inside)
     table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
+    table_options: ClassVar[str] = ""             # after the table name, as " WITH (...)"
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
     double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
@@ -74,7 +75,7 @@ class Dialect:
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         kind = "TEMP TABLE" if temporary else self.table_kind
-        return f"CREATE {kind} {self.q(table)} AS {select}"
+        return f"CREATE {kind} {self.q(table)}{self.table_options} AS {select}"
 
     def range_from(self, n: int, column: str) -> str:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)

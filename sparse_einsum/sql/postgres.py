@@ -15,6 +15,10 @@ class PostgresDialect(NativeDialect):
     name = engine = sqlglot = "postgres"
     param = "%s"
     table_kind = "UNLOGGED TABLE"     # inside the session's transaction (Backend.scope)
+    # payload rows up to a page (1,000 doubles) stay in the row, uncompressed: kernels read
+    # them without a TOAST fetch, and writing them tries no compression (measured: the
+    # per-row vector x matrix 20% faster)
+    table_options = " WITH (toast_tuple_target = 8160)"
     int_division = "({a} / {b})"
     range_sql = "generate_series(0, {last}) AS r_{col}({col})"
     zero_sql = "CAST(0 AS float8)"

@@ -13,6 +13,8 @@
  *     SIZE;DN0,...;SN0,...;DS0,...;SS0,...
  * se_vsum/se_vmax/se_vmin are element-wise aggregates and se_wsum(w, v) the sum of
  * w * v (float8_accum pattern, parallel safe).
+ * se_rows/se_raw move whole relations in and out as raw native-endian bytes (bytea), so
+ * that loads and fetches cost a memcpy per row instead of a send/recv call per element.
  */
 #include "postgres.h"
 
@@ -22,16 +24,19 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
 
 #include "se_kernel.h"
 
 PG_MODULE_MAGIC;
 
-#define SE_KERNELS_VERSION "1.1"
+#define SE_KERNELS_VERSION "1.2"
 #define SE_MAXELEMS ((int64) ((MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / sizeof(double)))
 
 void		_PG_init(void);
@@ -47,6 +52,10 @@ _PG_init(void)
 {
 	/* a backend is one process among many: BLAS threads would only compete with them */
 	se_blas_threads(1);
+	/* the library of another version, loaded earlier in this session (ALTER EXTENSION
+	 * UPDATE after a call), owns the settings: this one keeps their defaults */
+	if (GetConfigOption("sparse_einsum_kernels.blas", true, false) != NULL)
+		return;
 	DefineCustomBoolVariable("sparse_einsum_kernels.cache_broadcast",
 							 "Keep a detoasted copy of a kernel argument that repeats from row to row.",
 							 NULL, &se_cache_broadcast, true, PGC_USERSET, 0, NULL, NULL, NULL);
@@ -778,4 +787,115 @@ se_sparsify(PG_FUNCTION_ARGS)
 
 	se_pack(d, n, nnz, out);
 	PG_RETURN_ARRAYTYPE_P(r);
+}
+
+/* ---------------------------------------------------------------- raw transfer */
+
+/*
+ * se_rows(keys bytea, vals bytea, bounds bytea) RETURNS SETOF record, called with a
+ * column definition list (k1 bigint, ..., kK bigint, val float8[]): row r has the keys
+ * keys[j * n + r] (K columns of n int64 each, one after the other) and the payload
+ * vals[bounds[r] .. bounds[r + 1]) (doubles); bounds holds n + 1 int64 offsets from 0
+ * to the number of values. All native-endian.
+ */
+PG_FUNCTION_INFO_V1(se_rows);
+Datum
+se_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bytea	   *kb = PG_GETARG_BYTEA_PP(0);
+	bytea	   *vb = PG_GETARG_BYTEA_PP(1);
+	bytea	   *bb = PG_GETARG_BYTEA_PP(2);
+	Size		klen = VARSIZE_ANY_EXHDR(kb), vlen = VARSIZE_ANY_EXHDR(vb), blen = VARSIZE_ANY_EXHDR(bb);
+	TupleDesc	desc;
+	Tuplestorestate *store;
+	MemoryContext old;
+	int			nkeys;
+	int64		n;
+	const char *keys, *vals;
+	int64	   *bounds;
+	Datum	   *values;
+	bool	   *nulls;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize) || rsinfo->expectedDesc == NULL)
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("se_rows must be called in FROM with a column definition list")));
+	desc = rsinfo->expectedDesc;
+	nkeys = desc->natts - 1;
+	for (int j = 0; j < desc->natts; j++)
+		if (TupleDescAttr(desc, j)->atttypid != (j < nkeys ? INT8OID : FLOAT8ARRAYOID))
+			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+							errmsg("se_rows: columns must be bigint keys and then one float8[]")));
+	if (blen % sizeof(int64) != 0 || blen < sizeof(int64) || vlen % sizeof(double) != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("se_rows: bounds and values must be whole int64 and float8 arrays")));
+	n = blen / sizeof(int64) - 1;
+	if (klen != sizeof(int64) * (Size) n * nkeys)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("se_rows: %zu key bytes for " INT64_FORMAT " rows of %d keys", klen, n, nkeys)));
+	/* bytea data need not be aligned for int64 and double: read through memcpy */
+	keys = (const char *) VARDATA_ANY(kb);
+	vals = (const char *) VARDATA_ANY(vb);
+	bounds = palloc(blen);
+	memcpy(bounds, VARDATA_ANY(bb), blen);
+	if (bounds[0] != 0 || bounds[n] != (int64) (vlen / sizeof(double)))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("se_rows: bounds must run from 0 to the number of values")));
+	for (int64 r = 0; r < n; r++)
+		if (bounds[r + 1] < bounds[r])
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("se_rows: bounds must not decrease")));
+
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	desc = CreateTupleDescCopy(desc);
+	MemoryContextSwitchTo(old);
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc0(sizeof(bool) * desc->natts);
+	for (int64 r = 0; r < n; r++)
+	{
+		double	   *od;
+		ArrayType  *arr = new_f8_array(bounds[r + 1] - bounds[r], &od);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int j = 0; j < nkeys; j++)
+		{
+			int64		k;
+
+			memcpy(&k, keys + sizeof(int64) * (j * n + r), sizeof(int64));
+			values[j] = Int64GetDatum(k);
+		}
+		if (od)
+			memcpy(od, vals + sizeof(double) * bounds[r],
+				   sizeof(double) * (Size) (bounds[r + 1] - bounds[r]));
+		values[nkeys] = PointerGetDatum(arr);
+		tuplestore_putvalues(store, desc, values, nulls);
+		pfree(arr);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = desc;
+	return (Datum) 0;
+}
+
+/* se_raw(a float8[], width int): the elements of a as native-endian bytes; a must have
+ * exactly width elements. */
+PG_FUNCTION_INFO_V1(se_raw);
+Datum
+se_raw(PG_FUNCTION_ARGS)
+{
+	int			n;
+	const double *x = f8_data(PG_GETARG_ARRAYTYPE_P(0), &n, "se_raw", "the array");
+	int32		width = PG_GETARG_INT32(1);
+	Size		nbytes = sizeof(double) * (Size) n;
+	bytea	   *r;
+
+	if (n != width)
+		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+						errmsg("se_raw: an array of %d elements where %d were expected", n, width)));
+	r = (bytea *) palloc(VARHDRSZ + nbytes);
+	SET_VARSIZE(r, VARHDRSZ + nbytes);
+	memcpy(VARDATA(r), x, nbytes);
+	PG_RETURN_BYTEA_P(r);
 }
