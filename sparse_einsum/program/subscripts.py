@@ -165,8 +165,8 @@ def _broadcast(subscripts: str, terms: list[str], output: str,
             if sizes.get(label, 1) == 1:
                 sizes[label] = n          # 0 is a size like any other: 1 broadcasts to it
             elif n not in (1, sizes[label]):
-                raise DataError(f"einsum {subscripts!r}: label {label!r} has size {n} in one "
-                                f"operand and {sizes[label]} in another (sizes must match or be 1)")
+                raise DataError(f"einsum {subscripts!r}: label {label!r} has size {sizes[label]} "
+                                f"in one operand and {n} in another (sizes must match or be 1)")
     squeeze, kept = [], []
     for k, (term, shape) in enumerate(zip(terms, shapes)):
         axes = tuple(a for a, (label, n) in enumerate(zip(term, shape or ()))
