@@ -26,6 +26,11 @@ class CompiledPlan:
     steps: list[Step]
     outputs: dict[str, TableRelation]
 
+    def statements(self) -> list[Step]:
+        """Every SQL statement as compiled, those pipelined into a step (computed inside its
+        statement) before it."""
+        return [s for step in self.steps if step.kind == "sql" for s in (*step.pipelined, step)]
+
 
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
