@@ -147,6 +147,9 @@ class CostModel:
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
         self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
+        # vertex() and _tilings(), computed once per vertex and choice
+        self._costs: dict[tuple[str, Choice], VertexCost] = {}
+        self._tiled_as: dict[tuple[str, Choice], list] = {}
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if pipelines
@@ -154,9 +157,13 @@ class CostModel:
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
-        shapes = self.dag.shapes
-        return [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
-            (choice.tiling(v.labels), shapes[v.name])]
+        found = self._tiled_as.get((v.name, choice))
+        if found is None:
+            shapes = self.dag.shapes
+            found = self._tiled_as[(v.name, choice)] = [
+                (choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
+                (choice.tiling(v.labels), shapes[v.name])]
+        return found
 
     def payload_bytes(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
         """Bytes of a tuple's payload: dense, or sparse (16 per non-zero, on average)."""
@@ -233,6 +240,12 @@ class CostModel:
 
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, choice: Choice) -> VertexCost:
+        found = self._costs.get((v.name, choice))
+        if found is None:
+            found = self._costs[(v.name, choice)] = self._vertex(v, choice)
+        return found
+
+    def _vertex(self, v: Vertex, choice: Choice) -> VertexCost:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
         tiles = dict(choice.tiles)
         tilings = self._tilings(v, choice)

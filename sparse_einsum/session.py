@@ -217,7 +217,7 @@ class Session:
                 "sparse_payloads": self.dialect.sparse_payloads,
                 "packed_stacks": bool(self.dialect.packed_stack_sql),
                 "bound_states": self.dialect.unspillable_state,
-                "pipelines": self.dialect.pipelines}
+                "pipelines": self.dialect.pipeline_depth > 0}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default

@@ -113,10 +113,21 @@ def test_explain_says_what_is_pipelined(duck):
         in text
 
 
+def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
+    """At most `pipeline_depth` intermediates stream into one statement."""
+    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 2)
+    _check(CHAIN, _data(), duck, "S")
+    with Session(CHAIN, _data(), backend=duck, paths="opt_einsum") as session:
+        for plan in PLANS:
+            steps = session.compile(plan).steps
+            assert max(len(s.pipelined) for s in steps) == 2
+            assert len(steps) > len(session.compile(plan).statements()) / 3
+
+
 def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
-    """A dialect with `pipelines = False` stores every intermediate, and its cost model
+    """A dialect with `pipeline_depth = 0` stores every intermediate, and its cost model
     charges every write."""
-    monkeypatch.setattr(type(duck.dialect), "pipelines", False)
+    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 0)
     for pipelined, stored in _check(CHAIN, _data(), duck, "S"):
         assert not pipelined and stored == {"P", "Q", "R", "S"}
     with Session(CHAIN, _data(), backend=duck) as session:

@@ -59,8 +59,9 @@ class Dialect:
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
     # an intermediate read by one statement only is a common table expression of that
-    # statement, which the engine streams (inlines) instead of writing and re-reading a table
-    pipelines: ClassVar[bool] = True
+    # statement, which the engine streams (inlines) instead of writing and re-reading a
+    # table; at most this many in one statement (0: none), so that statements stay small
+    pipeline_depth: ClassVar[int] = 16
 
     def nonzero(self, x: str) -> str:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)

@@ -6,7 +6,8 @@ CTEs): its tuples stream from the producing operators into the consuming ones in
 of being written and read back. Chains of single-use intermediates (a product feeding a
 product, a repartition feeding its reader) collapse into one statement.
 
-Engines where that is not right set `Dialect.pipelines = False`.
+A statement computes at most `Dialect.pipeline_depth` intermediates (a longer chain
+keeps a table every so often); engines that should not pipeline set it to 0.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
              ) -> list[Step]:
     """`steps` with each single-use intermediate streamed into its reader; `kept`: the
     tables that must stay (outputs, stored inputs)."""
-    if not dialect.pipelines:
+    if not dialect.pipeline_depth:
         return steps
     readers: dict[str, set[int]] = {}
     kept = set(kept)
@@ -31,8 +32,10 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
     merged: dict[int, Step] = dict(enumerate(steps))
     for k, step in enumerate(steps):
         users = readers.get(step.target.table, set()) - {k}
-        if step.kind == "sql" and step.target.table not in kept and len(users) == 1:
-            (reader,) = users
+        if step.kind != "sql" or step.target.table in kept or len(users) != 1:
+            continue
+        (reader,) = users
+        if len(merged[k].pipelined) + 1 + len(merged[reader].pipelined) <= dialect.pipeline_depth:
             merged[reader] = _streamed(merged.pop(k), merged[reader], dialect, temporary)
     return list(merged.values())
 
