@@ -275,9 +275,9 @@ class CostModel:
         else:
             out, c_agg = join, 0.0
         # writing the output relation (beyond section 7.2: measured to matter for big
-        # outputs), unless it streams into its reader
-        if v.name not in self.streamed:
-            c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
+        # outputs); one that streams into its reader is not stored, but its payloads are
+        # still made and moved (pricing them at nothing chose plans that make huge ones)
+        c_agg += out * (bytes_out * p.c_xfer + (0.0 if v.name in self.streamed else p.c_fixed))
         # on a cluster the work spreads over its tasks, and shuffles and broadcasts move data
         spread = 1.0 / max(p.parallelism, 1.0)
         moves = vertex_exchanges(
