@@ -19,7 +19,6 @@ class StepReport:
     vertex: str | None
     seconds: float
     tuples: int | None = None
-    pipelined: tuple[str, ...] = ()     # vertices computed inside this step's statement
 
 
 @dataclass
@@ -61,8 +60,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
-            reports.append(StepReport(step.label, step.vertex, seconds, tuples, tuple(
-                p.vertex for p in step.pipelined if p.vertex)))
+            reports.append(StepReport(step.label, step.vertex, seconds, tuples))
             for rel in done_after.get(n - 1, ()):    # intermediates no later step reads
                 backend.drop(rel)
                 created.remove(rel)
