@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass
 from math import prod
 from pathlib import Path
@@ -136,7 +137,8 @@ class CostModel:
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
                  max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
                  scalars_only: bool = False, sparse_payloads: bool = True,
-                 max_state_bytes: float | None = None, packed_stacks: bool = False):
+                 max_state_bytes: float | None = None, packed_stacks: bool = False,
+                 pipelines: bool = True):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
         self.max_values, self.scalars_only = max_payload_values, scalars_only
         self.sparse_payloads, self.packed_stacks = sparse_payloads, packed_stacks
@@ -145,12 +147,23 @@ class CostModel:
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
         self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
+        # vertex() and _tilings(), computed once per vertex and choice
+        self._costs: dict[tuple[str, Choice], VertexCost] = {}
+        self._tiled_as: dict[tuple[str, Choice], list] = {}
+        # vertices whose output streams into its one reader (`sql.pipeline`), never stored
+        reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
+        self.streamed = frozenset(v.name for v in dag.vertices if pipelines
+                                  and reads[v.name] == 1 and v.name not in dag.outputs)
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
-        shapes = self.dag.shapes
-        return [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
-            (choice.tiling(v.labels), shapes[v.name])]
+        found = self._tiled_as.get((v.name, choice))
+        if found is None:
+            shapes = self.dag.shapes
+            found = self._tiled_as[(v.name, choice)] = [
+                (choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
+                (choice.tiling(v.labels), shapes[v.name])]
+        return found
 
     def payload_bytes(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
         """Bytes of a tuple's payload: dense, or sparse (16 per non-zero, on average)."""
@@ -227,6 +240,12 @@ class CostModel:
 
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, choice: Choice) -> VertexCost:
+        found = self._costs.get((v.name, choice))
+        if found is None:
+            found = self._costs[(v.name, choice)] = self._vertex(v, choice)
+        return found
+
+    def _vertex(self, v: Vertex, choice: Choice) -> VertexCost:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
         tiles = dict(choice.tiles)
         tilings = self._tilings(v, choice)
@@ -255,8 +274,10 @@ class CostModel:
             c_agg = max(join - out, 0.0) * (bytes_out * p.c_xfer + sub_out * p.c_add + p.c_fixed)
         else:
             out, c_agg = join, 0.0
-        # writing the output relation (beyond section 7.2: measured to matter for big outputs)
-        c_agg += out * (bytes_out * p.c_xfer + p.c_fixed)
+        # writing the output relation (beyond section 7.2: measured to matter for big
+        # outputs); one that streams into its reader is not stored, but its payloads are
+        # still made and moved (pricing them at nothing chose plans that make huge ones)
+        c_agg += out * (bytes_out * p.c_xfer + (0.0 if v.name in self.streamed else p.c_fixed))
         # on a cluster the work spreads over its tasks, and shuffles and broadcasts move data
         spread = 1.0 / max(p.parallelism, 1.0)
         moves = vertex_exchanges(

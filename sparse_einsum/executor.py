@@ -2,7 +2,6 @@
 and drop every table the run made."""
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -11,7 +10,7 @@ from .backends.base import Backend
 from .blocks import compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
-from .sql.steps import TableRelation
+from .sql.steps import TableRelation, identifiers
 
 
 @dataclass
@@ -79,12 +78,10 @@ def _last_reads(compiled: CompiledPlan, quote: str) -> dict[int, list[TableRelat
     identifiers are quoted with `quote`, or as a kernel's constant operand); outputs are
     kept. Dropping them early bounds the memory of a run by the live intermediates (a
     training iteration makes dozens)."""
-    q = re.escape(quote)
-    quoted = re.compile(f"{q}((?:[^{q}]|{q}{q})*){q}")
     kept = {rel.table for rel in compiled.outputs.values()}
     last: dict[str, tuple[int, TableRelation]] = {}
     for k, step in enumerate(compiled.steps):
-        read = {m.replace(quote * 2, quote) for m in quoted.findall(step.sql)}
+        read = identifiers(step.sql, quote)
         read |= {use.constant[1].table for use in step.kernels if use.constant}
         for table in read & last.keys():
             last[table] = (k, last[table][1])

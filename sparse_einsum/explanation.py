@@ -11,9 +11,12 @@ from .stats.tensor_stats import TensorStats
 def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
                 timings: dict[str, float], fused: list[tuple[str, str]],
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
-                memory_cap: tuple[float, str], runs: list[Execution] | None = None, sql: list[list[str]] | None = None) -> dict:
+                memory_cap: tuple[float, str], runs: list[Execution] | None = None,
+                sql: list[list[str]] | None = None,
+                pipelined: list[dict[str, str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
-    statements when given)."""
+    statements when given; `pipelined`: per plan, each vertex streamed into a later
+    statement instead of stored -> that statement: its tuples are not counted)."""
     result = {
         "backend": backend,
         "kernels": kernels,
@@ -29,6 +32,10 @@ def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
         _analyze(entry, run)
     for entry, statements in zip(result["plans"], sql or []):
         entry["sql"] = statements
+    for entry, streamed in zip(result["plans"], pipelined or []):
+        for statement in entry["statements"]:
+            if statement["name"] in streamed:
+                statement["pipelined_into"] = streamed[statement["name"]]
     return result
 
 
@@ -103,9 +110,11 @@ def format_explanation(result: dict) -> str:
             row = (f"{mark} {s['uclc']:<44} {s['est_tuples']:>11.4g} {c['load']:>9.3g} {c['join']:>9.3g} "
                    f"{c['aggregate']:>9.3g} {c['repartition']:>9.3g} {c['kernel']:>9.3g} "
                    f"{c['shuffle']:>9.3g} {s['cost']:>9.3g}")
-            if "seconds" in plan:
-                row += (f" {s.get('actual_tuples', 0):>11} {s.get('est_over_actual', 1.0):>8.3g}"
-                        f" {s.get('seconds', 0.0):>8.3f}")
+            if "actual_tuples" in s:
+                row += (f" {s['actual_tuples']:>11} {s['est_over_actual']:>8.3g}"
+                        f" {s['seconds']:>8.3f}")
+            elif "seconds" in plan:         # pipelined: counted in the statement it streams into
+                row += f" {'-':>11} {'-':>8} {'-':>8}"
             lines.append(row)
         shuffles = [f"    {s['uclc']}: {'; '.join(s['shuffles'])}"
                     for s in plan["statements"] if s["shuffles"]]
@@ -121,6 +130,11 @@ def format_explanation(result: dict) -> str:
                     lines.append(f"    {schema}")
         if plan["repartitions"]:
             lines.append("  repartitions: " + "; ".join(plan["repartitions"]))
+        streamed = [f"{s['name']} into {s['pipelined_into']}" for s in plan["statements"]
+                    if "pipelined_into" in s]
+        if streamed:
+            lines.append("  pipelined (streamed into the statement reading it, no table): "
+                         + ", ".join(streamed))
         if "sql" in plan:
             lines.append("  sql:")
             lines += ["    " + line for statement in plan["sql"]

@@ -9,6 +9,7 @@ between them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 from .program.dag import Dag, Operand, Vertex
@@ -32,12 +33,23 @@ class Choice:
         """Labels in `promoted` promoted, the others demoted (the paper's space)."""
         return cls.of({l: 1 if l in promoted else sizes[l] for l in v.all_labels})
 
+    @cached_property
+    def _sizes(self) -> dict[str, int]:
+        return dict(self.tiles)
+
+    @cached_property
+    def _tilings(self) -> dict[tuple[str, ...], Tiling]:
+        return {}        # tiling(), per labels asked (the optimizer asks a few many times)
+
     def tile(self, label: str) -> int:
-        return dict(self.tiles)[label]
+        return self._sizes[label]
 
     def tiling(self, labels: tuple[str, ...]) -> Tiling:
-        tiles = dict(self.tiles)
-        return tuple(tiles[l] for l in labels)
+        found = self._tilings.get(labels)
+        if found is None:
+            tiles = self._sizes
+            found = self._tilings[labels] = tuple(tiles[l] for l in labels)
+        return found
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,8 @@ class Session:
                 "max_payload_values": self.dialect.max_payload_values,
                 "sparse_payloads": self.dialect.sparse_payloads,
                 "packed_stacks": bool(self.dialect.packed_stack_sql),
-                "bound_states": self.dialect.unspillable_state}
+                "bound_states": self.dialect.unspillable_state,
+                "pipelines": self.dialect.pipeline_depth > 0}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
@@ -344,8 +345,11 @@ class Session:
         is also run and its measured tuples and seconds reported; with `sql`, its SQL."""
         ranked = self.plans("rank:1", top)
         runs = [self.run(p, count_tuples=True) for p in ranked] if analyze else None
-        statements = [[pretty(s.sql, self.dialect) for s in self.compile(p).steps if s.sql]
-                      for p in ranked] if sql else None
+        compiled = [self.compile(p) for p in ranked]
+        statements = [[pretty(s.sql, self.dialect) for s in c.steps if s.sql]
+                      for c in compiled] if sql else None
+        pipelined = [{p.vertex: step.vertex or step.label for step in c.steps
+                      for p in step.pipelined if p.vertex} for c in compiled]
         kernels = self.dialect.kernels
         if self.backend is not None and self.backend.kernel_detail:
             kernels += f" ({self.backend.kernel_detail})"
@@ -355,6 +359,7 @@ class Session:
                            timings=self.timings, fused=self.fused,
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
+                           pipelined=pipelined,
                            memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))
 
     def close(self, error: BaseException | None = None) -> None:

@@ -15,11 +15,13 @@ So an axis has a key column when b < n and a payload axis when b > 1 (an axis of
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from math import ceil, prod
 
 import numpy as np
 
 Tiling = tuple[int, ...]           # a tile size per axis
+# the functions of tilings below are cached: the optimizer asks about a few tilings many times
 
 
 def promotion(shape: tuple[int, ...], keyed: tuple[int, ...] | frozenset[int]) -> Tiling:
@@ -27,24 +29,29 @@ def promotion(shape: tuple[int, ...], keyed: tuple[int, ...] | frozenset[int]) -
     return tuple(1 if a in keyed else n for a, n in enumerate(shape))
 
 
+@lru_cache(maxsize=None)
 def keyed_axes(tiling: Tiling, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Axes with a key column (promoted or tiled)."""
     return tuple(a for a, (b, n) in enumerate(zip(tiling, shape)) if b < n)
 
 
+@lru_cache(maxsize=None)
 def payload_axes(tiling: Tiling) -> tuple[int, ...]:
     """Axes in the payload (demoted or tiled)."""
     return tuple(a for a, b in enumerate(tiling) if b > 1)
 
 
+@lru_cache(maxsize=None)
 def payload_dims(tiling: Tiling) -> tuple[int, ...]:
     return tuple(b for b in tiling if b > 1)
 
 
+@lru_cache(maxsize=None)
 def payload_size(tiling: Tiling) -> int:
     return prod(payload_dims(tiling))
 
 
+@lru_cache(maxsize=None)
 def middle_tiling(have: Tiling, need: Tiling) -> Tiling:
     """A repartition's intermediate tiling: axes whose tile size changes are promoted."""
     return tuple(h if h == n else 1 for h, n in zip(have, need))
@@ -94,6 +101,7 @@ def tile_sizes(n: int) -> tuple[int, ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=None)
 def tile_distinct(distinct: float, n: int, b: int) -> float:
     """Expected occupied tile indices along an axis of size n with `distinct` occupied
     indices, spread uniformly, grouped by tiles of b (exact for b = 1 and b = n)."""

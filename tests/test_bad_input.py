@@ -55,7 +55,7 @@ def test_every_pass_over_a_deep_expression(text):
     dag = lower(program, infer_bounds(program, {"A": A.shape}))
     assert len(dag.vertices) >= 300
     with Session(program, {"A": A}, backend=None, dialect=DuckDBDialect()) as session:
-        steps = session.compile("optimal").steps
+        steps = session.compile("optimal").statements()
     assert len(steps) > len(dag.vertices) // 2
     if text is LONG_SUM:
         assert expected == pytest.approx(A * 500500)

@@ -151,7 +151,7 @@ def test_scalars_stacked_straight_into_packed_payloads(tile, backend):
             pytest.skip(f"{session.dialect.name} has no packed stacks")
         plan = Plan({"N": Choice.of({"i": 1, "j": 1}),
                      "Y": Choice.of({"i": tile, "j": 7, "f": 3}, sparse=[0])}, name="forced")
-        labels = [step.label for step in session.compile(plan).steps]
+        labels = [step.label for step in session.compile(plan).statements()]
         assert f"stack ~N[{'I' if tile == 1 else 'I/4'},j]" in labels, labels
         got = session.run(plan).outputs["Y"]
     assert got.dtype == np.float64
@@ -227,7 +227,7 @@ def test_negative_zeros_survive_every_repartition(backend):
     with Session(program, data, backend=backend) as session:
         for spec in [f"random:{s}" for s in range(12)] + ["relational"]:
             run = session.run(spec)
-            steps = session.compile(run.plan).steps
+            steps = session.compile(run.plan).statements()
             pieces += any(s.label.startswith("explode") and s.target.sub_size > 1 for s in steps)
             packed += bool(run.plan.choices["X"].sparse)
             np.testing.assert_array_equal(run.outputs["Y"], want, err_msg=spec)

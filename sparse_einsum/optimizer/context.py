@@ -37,18 +37,19 @@ class OptimizerContext:
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
-              packed_stacks: bool = False, bound_states: bool = False,
+              packed_stacks: bool = False, bound_states: bool = False, pipelines: bool = True,
               stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
               cap_source: str | None = None) -> "OptimizerContext":
         """`bound_states`: array aggregates keep their states where the engine cannot spill
         them, so groups x state size must stay within the memory cap too; `packed_stacks`:
-        the engine packs scalars into sparse payloads directly."""
+        the engine packs scalars into sparse payloads directly; `pipelines`: intermediates
+        read once stream into their reader (no table written)."""
         stats = propagate(dag, input_stats)
         cap = memory_cap or default_memory_cap()
         model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
                           sparse_payloads, max_state_bytes=cap if bound_states else None,
-                          packed_stacks=packed_stacks)
+                          packed_stacks=packed_stacks, pipelines=pipelines)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 

@@ -16,6 +16,7 @@ from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, sta
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES
 from .dialect import Dialect
+from .pipeline import pipeline
 from .steps import Step, StepBuilder, TableRelation
 
 
@@ -24,6 +25,11 @@ class CompiledPlan:
     """The steps of a plan and the relation each output ends up in."""
     steps: list[Step]
     outputs: dict[str, TableRelation]
+
+    def statements(self) -> list[Step]:
+        """Every SQL statement as compiled, those pipelined into a step (computed inside its
+        statement) before it."""
+        return [s for step in self.steps if step.kind == "sql" for s in (*step.pipelined, step)]
 
 
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
@@ -34,14 +40,15 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
     others loaded. With `relational_outputs`, every output ends fully promoted (one key
     column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
     (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
-    0 * NaN is NaN."""
+    0 * NaN is NaN. Intermediates read by one statement are streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
     compiler.compile()
     if relational_outputs:
         outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs}
     else:
         outputs = compiler.outputs()
-    return CompiledPlan(compiler.steps, outputs)
+    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values()]}
+    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs)
 
 
 class Compiler:
@@ -98,9 +105,8 @@ class Compiler:
                       for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
-            sql = self._vertex_sql(v, inputs, out, builder)
-            self.steps.append(Step("sql", out, sql, builder.kernels,
-                                   self.plan.uclc(self.dag, v), v.name))
+            self._add(out, self._vertex_query(v, inputs, out, builder), builder,
+                      self.plan.uclc(self.dag, v), v.name)
             self.relations[(v.name, out.tiling, False)] = out
         return self.steps
 
@@ -110,14 +116,16 @@ class Compiler:
         out = self._new_rel(rel.tensor, rel.tiling, sparse=True)
         b = StepBuilder(self.prefix, self._kernels)
         keys = [q(c) for c in rel.columns]
-        sql = self._create(out.table, f"SELECT {', '.join(keys + [self.d.sparsify(b, 'val') + ' AS val'])} "
-                                      f"FROM {q(rel.table)}")
-        self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"sparsify {self._tiling_label(rel.tensor, rel.tiling)}"))
+        self._add(out, f"SELECT {', '.join(keys + [self.d.sparsify(b, 'val') + ' AS val'])} "
+                       f"FROM {q(rel.table)}", b,
+                  f"sparsify {self._tiling_label(rel.tensor, rel.tiling)}")
         return out
 
-    def _create(self, table: str, select: str) -> str:
-        return self.d.create(table, select, self.temporary)
+    def _add(self, out: TableRelation, query: str, b: StepBuilder, label: str,
+             vertex: str | None = None) -> None:
+        """The step storing the rows of `query` in `out`'s table."""
+        self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
+                               b.kernels, label, vertex, query))
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -129,7 +137,8 @@ class Compiler:
         return result
 
     # -- one vertex ---------------------------------------------------------
-    def _vertex_sql(self, v: Vertex, inputs: list[TableRelation], out: TableRelation, b: StepBuilder) -> str:
+    def _vertex_query(self, v: Vertex, inputs: list[TableRelation], out: TableRelation,
+                      b: StepBuilder) -> str:
         d, q = self.d, self.d.q
         choice, sizes = self.plan.choices[v.name], self.dag.label_sizes(v)
         up = self.plan.keyed(self.dag, v)
@@ -186,7 +195,7 @@ class Compiler:
         selected = keys + [f"{expr} AS {name}" for name, expr in columns.items()]
         inner = f"SELECT {', '.join(selected)} FROM {frm}{where_sql}"
         if not agg_promoted:
-            return self._create(out.table, inner)
+            return inner
         expected = 1 if (domain == "full" or v.agg == "sum") else prod(ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if fused:
@@ -200,7 +209,7 @@ class Compiler:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
-        return self._create(out.table, f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0")
+        return f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0"
 
     def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
         """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
@@ -313,10 +322,9 @@ class Compiler:
             keys.append(f"{offset} AS {q(out.column(a))}")
             if rel.shape[a] % rel.tiling[a]:         # the padding of edge tiles (-0.0 too)
                 where.append(f"{offset} < {rel.shape[a]}")
-        sql = self._create(out.table, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
-                                      f"WHERE {' AND '.join(where)}")
-        self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"explode {self._tiling_label(rel.tensor, middle)}"))
+        self._add(out, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
+                       f"WHERE {' AND '.join(where)}", b,
+                  f"explode {self._tiling_label(rel.tensor, middle)}")
         return out
 
     def _stack(self, rel: TableRelation, target: Tiling, packed: bool = False) -> TableRelation:
@@ -336,10 +344,9 @@ class Compiler:
         keys = [f"{d.idiv(q(rel.column(a)), target[a])} AS {q(out.column(a))}" if a in moved
                 else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
-        sql = self._create(out.table, f"SELECT {', '.join(keys + [value + ' AS val'])} "
-                                      f"FROM {q(rel.table)}{group} HAVING count(*) > 0")
-        self.steps.append(Step("sql", out, sql, b.kernels,
-                               f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}"))
+        self._add(out, f"SELECT {', '.join(keys + [value + ' AS val'])} "
+                       f"FROM {q(rel.table)}{group} HAVING count(*) > 0", b,
+                  f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}")
         return out
 
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:

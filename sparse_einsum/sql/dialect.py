@@ -59,6 +59,10 @@ class Dialect:
     null_arrays_are_zeros: ClassVar[bool] = False  # kernels read a NULL array as all zeros
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
+    # an intermediate read by one statement only is a common table expression of that
+    # statement, which the engine streams (inlines) instead of writing and re-reading a
+    # table; at most this many in one statement (0: none), so that statements stay small
+    pipeline_depth: ClassVar[int] = 16
 
     def nonzero(self, x: str) -> str:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
@@ -76,6 +80,13 @@ class Dialect:
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         kind = "TEMP TABLE" if temporary else self.table_kind
         return f"CREATE {kind} {self.q(table)}{self.table_options} AS {select}"
+
+    def with_tables(self, tables: list[tuple[str, str]], select: str) -> str:
+        """`select` reading the (name, query) pairs as common table expressions, in order."""
+        if not tables:
+            return select
+        return "WITH " + ", ".join(f"{self.q(name)} AS ({query})" for name, query in tables) \
+            + " " + select
 
     def range_from(self, n: int, column: str) -> str:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)

@@ -1,6 +1,7 @@
 """What the SQL layer knows of a tensor relation stored in a table, and of one compiled step."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..kernels.spec import GatherSpec, KernelSpec
@@ -76,6 +77,17 @@ class Step:
     kernels: list[KernelUse] = field(default_factory=list)
     label: str = ""                # UCLC statement or "repartition ..."
     vertex: str | None = None      # the vertex this step computes, if any
+    query: str = ""                # the SELECT whose rows `sql` stores in the target
+    # single-use intermediates computed inside this statement (common table expressions,
+    # in order) instead of in tables of their own; see `sql.pipeline`
+    pipelined: tuple["Step", ...] = ()
+
+
+def identifiers(sql: str, quote: str) -> set[str]:
+    """The identifiers quoted with `quote` in `sql`: the tables a statement reads (and the
+    one it creates), among its columns."""
+    q = re.escape(quote)
+    return {m.replace(quote * 2, quote) for m in re.findall(f"{q}((?:[^{q}]|{q}{q})*){q}", sql)}
 
 
 class StepBuilder:

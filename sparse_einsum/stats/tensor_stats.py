@@ -4,7 +4,7 @@ the degrees per axis (the non-zeros at each index): their l2 norm, their maximum
 the dot products of two axes' degrees, which bound and size joins on skewed data."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 from math import prod
 
@@ -26,11 +26,20 @@ class TensorStats:
     finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
     tile_counts: dict[Tiling, float] | None = None   # exact non-empty tiles (inputs)
     degrees: "Degrees | None" = None        # exact degree statistics (inputs)
+    # tuples() per tiling, computed once (the optimizer asks for a few tilings many times)
+    _tuples: dict[Tiling, float] = field(init=False, repr=False, compare=False,
+                                         default_factory=dict)
 
     def tuples(self, tiling: Tiling) -> float:
         """Expected tuples (non-empty payloads) under a tiling: counted for inputs, else
         formula 7 over the occupied tile indices of the keyed axes (uniform placement),
         or the propagated support of the keyed axes when that is smaller."""
+        found = self._tuples.get(tiling)
+        if found is None:
+            found = self._tuples[tiling] = self._estimate(tiling)
+        return found
+
+    def _estimate(self, tiling: Tiling) -> float:
         if self.nnz <= 0:
             return 0.0
         if self.tile_counts and tiling in self.tile_counts:

@@ -362,8 +362,12 @@ stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 		}
 		if (t->spec_len != s->spec_len || memcmp(t->spec, s->spec, s->spec_len) != 0)
 			FAIL(info, "se_stack: the spec changes within a group (\"%s\" and \"%s\")", t->spec, s->spec);
-		/* positions of one group are disjoint; what one state did not write is zero */
-		se_vagg_update(SE_AGG_SUM, t->array.v, s->array.v, s->array.len);
+		/* positions of one group are disjoint: each element was written by at most one
+		 * state, and what a state did not write is +0.0; so the other state's element is
+		 * kept unless it is +0.0 (a sum would turn a -0.0 written by one state into +0.0) */
+		for (int64_t e = 0; e < s->array.len; e++)
+			if (s->array.v[e] != 0.0 || signbit(s->array.v[e]))
+				t->array.v[e] = s->array.v[e];
 	}
 }
 

@@ -1,0 +1,48 @@
+"""Pipelining: an intermediate that one later statement reads (and no kernel binds as a
+constant, and that is not an output) gets no table of its own. Its query becomes a
+common table expression of its reader, which every supported engine inlines into the
+reader's plan (DuckDB and PostgreSQL >= 12 inline a CTE referenced once; Spark inlines
+CTEs): its tuples stream from the producing operators into the consuming ones instead
+of being written and read back. Chains of single-use intermediates (a product feeding a
+product, a repartition feeding its reader) collapse into one statement.
+
+A statement computes at most `Dialect.pipeline_depth` intermediates (a longer chain
+keeps a table every so often); engines that should not pipeline set it to 0.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .dialect import Dialect
+from .steps import Step, identifiers
+
+
+def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool = False
+             ) -> list[Step]:
+    """`steps` with each single-use intermediate streamed into its reader; `kept`: the
+    tables that must stay (outputs, stored inputs)."""
+    if not dialect.pipeline_depth:
+        return steps
+    readers: dict[str, set[int]] = {}
+    kept = set(kept)
+    for k, step in enumerate(steps):
+        for table in identifiers(step.sql, dialect.quote):
+            readers.setdefault(table, set()).add(k)
+        kept |= {use.constant[1].table for use in step.kernels if use.constant}
+    merged: dict[int, Step] = dict(enumerate(steps))
+    for k, step in enumerate(steps):
+        users = readers.get(step.target.table, set()) - {k}
+        if step.kind != "sql" or step.target.table in kept or len(users) != 1:
+            continue
+        (reader,) = users
+        if len(merged[k].pipelined) + 1 + len(merged[reader].pipelined) <= dialect.pipeline_depth:
+            merged[reader] = _streamed(merged.pop(k), merged[reader], dialect, temporary)
+    return list(merged.values())
+
+
+def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -> Step:
+    """`reader` computing `producer` (and what was streamed into it) in its statement."""
+    pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
+    select = dialect.with_tables([(p.target.table, p.query) for p in pipelined], reader.query)
+    return replace(reader, sql=dialect.create(reader.target.table, select, temporary),
+                   kernels=producer.kernels + reader.kernels, pipelined=pipelined)

@@ -1,0 +1,134 @@
+"""Pipelined intermediates (sql.pipeline): one read by a single statement is a common table
+expression of it, not a table; values and dtypes against NumPy on every engine."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparse_einsum as se
+from sparse_einsum import Session, explain
+from sparse_einsum.api import einsum_session
+from sparse_einsum.explanation import format_explanation
+from sparse_einsum.program.parser import load_program
+from sparse_einsum.reference import evaluate
+
+PLANS = ["optimal", "relational", "dense", "random:1", "random:2", "random:5"]
+rng = np.random.default_rng(3)
+
+# P, Q and R are read once each: one statement computes the chain; S is the output
+CHAIN = """
+    input A[i,j]
+    input X[j,f]
+    input B[i,f]
+    P[i,f] = A[i,j] * X[j,f]
+    Q[i,f] = relu(P[i,f])
+    R[i,f] = Q[i,f] * B[i,f]
+    S[i] = R[i,f]
+    output S
+    """
+# T is read by U and by V: it stays a table; U streams into V
+SHARED = """
+    input A[i,j]
+    input X[j,f]
+    T[i,f] = A[i,j] * X[j,f]
+    U[i,f] = exp(T[i,f])
+    V[i,f] = T[i,f] * U[i,f]
+    output V
+    """
+
+
+def _data():
+    mask = rng.random((12, 9)) < 0.3
+    return dict(A=sp.csr_matrix(np.where(mask, rng.normal(size=(12, 9)), 0.0)),
+                X=rng.normal(size=(9, 5)), B=rng.normal(size=(12, 5)))
+
+
+def _streamed(session: Session, plan: str) -> tuple[set[str], set[str]]:
+    """(vertices pipelined into a later statement, vertices with a table of their own)."""
+    steps = session.compile(plan).steps
+    return ({p.vertex for s in steps for p in s.pipelined if p.vertex},
+            {s.vertex for s in steps if s.vertex})
+
+
+def _check(text: str, data: dict, backend, output: str) -> list[set[str]]:
+    program = load_program(text)
+    expected = evaluate(program, data)[output]
+    found = []
+    with Session(program, data, backend=backend, paths="opt_einsum") as session:
+        for plan in PLANS:
+            got = session.run(plan).outputs[output]
+            assert got.dtype == expected.dtype == np.float64
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=plan)
+            found.append(_streamed(session, plan))
+    return found
+
+
+def test_a_chain_of_single_use_intermediates_is_one_statement(backend):
+    for pipelined, stored in _check(CHAIN, _data(), backend, "S"):
+        assert pipelined == {"P", "Q", "R"} and stored == {"S"}
+
+
+def test_an_intermediate_read_twice_stays_a_table(backend):
+    data = _data()
+    data["X"] = data["X"] * 0.3          # exp stays small
+    for pipelined, stored in _check(SHARED, {k: data[k] for k in ("A", "X")}, backend, "V"):
+        assert "T" in stored and "T" not in pipelined and "U" in pipelined
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_operands_through_pipelined_statements(bad, backend):
+    """0 * NaN and 0 * inf are NaN inside streamed statements as in NumPy."""
+    data = _data()
+    data["X"][2, 1] = bad
+    data["B"][0, 3] = bad
+    _check(CHAIN, data, backend, "S")
+
+
+def test_sddmm_streams_its_product_with_the_mask(backend):
+    """X[i,k] M[i,j] Y[j,k] summed over k: the first product is computed inside the second
+    statement; NumPy's values and dtype, dense and sparse results."""
+    n, k = 40, 6
+    m = sp.random(n, n, density=0.08, random_state=2, format="csr")
+    x, y = rng.normal(size=(n, k)), rng.normal(size=(n, k))
+    expected = m.toarray() * (x @ y.T)
+    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend, format="sparse")
+    np.testing.assert_allclose(got.toarray(), expected, rtol=1e-9, atol=1e-12)
+    with einsum_session("ik,ij,jk->ij", x, m, y, backend=backend) as session:
+        pipelined, stored = _streamed(session, "optimal")
+        assert pipelined and stored == {"OUT"}
+        assert session.optimizer().model.streamed == frozenset(pipelined)
+
+
+def test_explain_says_what_is_pipelined(duck):
+    result = explain(CHAIN, _data(), top=1, analyze=True, backend=duck)
+    streamed = {s["name"]: s.get("pipelined_into") for s in result["plans"][0]["statements"]}
+    assert streamed.pop("S") is None and {"P", "Q"} <= set(streamed)   # R may be fused into S
+    assert set(streamed.values()) == {"S"}
+    text = format_explanation(result)
+    assert "pipelined (streamed into the statement reading it, no table): P into S, Q into S" \
+        in text
+
+
+def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
+    """At most `pipeline_depth` intermediates stream into one statement."""
+    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 2)
+    _check(CHAIN, _data(), duck, "S")
+    with Session(CHAIN, _data(), backend=duck, paths="opt_einsum") as session:
+        for plan in PLANS:
+            steps = session.compile(plan).steps
+            assert max(len(s.pipelined) for s in steps) == 2
+            assert len(steps) > len(session.compile(plan).statements()) / 3
+
+
+def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
+    """A dialect with `pipeline_depth = 0` stores every intermediate, and its cost model
+    charges every write."""
+    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 0)
+    for pipelined, stored in _check(CHAIN, _data(), duck, "S"):
+        assert not pipelined and stored == {"P", "Q", "R", "S"}
+    with Session(CHAIN, _data(), backend=duck) as session:
+        assert session.optimizer().model.streamed == frozenset()
