@@ -42,9 +42,6 @@ def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb
     COO for other ranks) or whichever the cost model's estimate suggests ("auto":
     sparse when the result is estimated under 10% full)."""
     call = _parse_einsum(operands, dtype, casting)
-    if backend == "duckdb" and not any(v is not None for v in backend_options.values()):
-        from .backends.duckdb import shared_connection
-        backend = shared_connection()        # a cursor of it: no database set up per call
     with _einsum_session(call, backend, backend_options) as session:
         result = session.run(plan, format=format).outputs["OUT"]
     if sp.issparse(result):

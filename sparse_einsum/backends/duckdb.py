@@ -68,22 +68,6 @@ def connect(database: str, read_only: bool = False, native: bool = True
         raise BackendError(f"cannot open DuckDB database {database}: {why}") from None
 
 
-_shared: dict[int, duckdb.DuckDBPyConnection] = {}     # process id -> its shared database
-_shared_lock = threading.Lock()
-
-
-def shared_connection() -> duckdb.DuckDBPyConnection:
-    """This process's in-memory database for one-shot calls (einsum): each call works on a
-    cursor of it, with its own temporary tables and loaded inputs, instead of setting a
-    database up and tearing it down (20-30 ms, more than a small einsum's statements)."""
-    with _shared_lock:
-        pid = os.getpid()            # a forked child gets a database of its own
-        if pid not in _shared:
-            _shared.clear()
-            _shared[pid] = connect(":memory:")
-        return _shared[pid]
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
