@@ -3,14 +3,16 @@ side, and the Spark cost model's top 3 plans against their measured times (the p
 Table 2 columns Opt / 2nd / 3rd).
 
     python -m experiments.bench_spark [--dataset ogbn-arxiv] [--workers 1,2] [--top 3]
-        [--repeats 1] [--hidden 256] [--worker-memory 6144] [--out experiments/results]
+        [--repeats 3] [--hidden 256] [--worker-memory 4096] [--out experiments/results]
 
 Each configuration is what a user runs: a `Session` on the program and the data with
 the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core each; the
 plans are ranked with the Spark constants and the cluster's parallelism), its plan and
-``session.run``. Reported per plan: the estimated cost, the median wall time of
-``--repeats`` runs as the user sees it (loading the inputs, the statements, fetching
-the result) and the statements alone; every result is checked against scipy. Spark's
+``session.run``. Each plan runs once to warm up, then the plans run ``--repeats`` times
+in turn (round robin). Reported per plan: the estimated cost, the median and range of
+the wall time as the user sees it (loading the inputs, the statements, fetching the
+result) and of the statements alone, whether it was the fastest of the top plans, and
+the median seconds of each step; every result is checked against scipy. Spark's
 start-up is reported separately. Results: ``bench_spark_gcn2_<dataset>.csv`` in --out
 and the log ``.txt`` in <out>/generated (next to the CSV with --publish).
 """
@@ -35,37 +37,70 @@ TOLERANCE = 1e-7          # relative to max |reference|
 RANKS = ("Opt", "2nd", "3rd")
 
 
-def measure(session: Session, plan, repeats: int, reference, scale: float) -> dict:
-    """Median wall and statement seconds of `plan`, checked against the reference."""
-    walls, statements, diff = [], [], 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run = session.run(plan)
-        walls.append(time.perf_counter() - start)
-        statements.append(run.seconds(loads=False))
-        diff = max(diff, max_abs_diff(run.outputs["Y"], reference))
+def run_once(session: Session, plan, reference, scale: float) -> tuple[float, object]:
+    """(wall seconds, the execution) of one run of `plan`, checked against the reference."""
+    start = time.perf_counter()
+    run = session.run(plan)
+    wall = time.perf_counter() - start
+    diff = max_abs_diff(run.outputs["Y"], reference)
     if diff > TOLERANCE * scale:
         raise SystemExit(f"{plan.name}: result differs from scipy by {diff:.3g}")
-    return {"wall_s": statistics.median(walls), "statements_s": statistics.median(statements),
-            "max_abs_diff": diff}
+    return wall, run
+
+
+def step_medians(runs: list) -> dict[str, float]:
+    """Median seconds of each step (by its label; a label repeated within a run is
+    numbered) over the timed runs."""
+    per_step: dict[str, list[float]] = {}
+    for run in runs:
+        seen: dict[str, int] = {}
+        for step in run.steps:
+            seen[step.label] = seen.get(step.label, 0) + 1
+            label = step.label + (f" #{seen[step.label]}" if seen[step.label] > 1 else "")
+            per_step.setdefault(label, []).append(step.seconds)
+    return {label: statistics.median(times) for label, times in per_step.items()}
 
 
 def run_configuration(label: str, backend, w, top: int, repeats: int, reference, scale: float,
                       log) -> list[dict]:
-    rows = []
+    """The top plans of the ranking, each run once to warm up, then `repeats` times in
+    turn (round robin: load and noise fall on every plan alike)."""
     with Session(w.program, w.data, backend=backend) as session:
         ranked = session.plans("rank:1", top)
         constants = session.optimizer().model.p
         log(f"\n== {label}: parallelism {constants.parallelism:g}, c_shuffle "
-            f"{constants.c_shuffle:.3g} ==")
+            f"{constants.c_shuffle:.3g}, c_statement {constants.c_statement:.3g} ==")
         for rank, plan in zip(RANKS, ranked):
             log(f"  {rank}: estimated cost {plan.cost:.4g}")
             for line in plan.describe(session.dag).splitlines():
                 log(f"      {line}")
-            row = {"configuration": label, "rank": rank, "plan": plan.name,
-                   "est_cost": plan.cost, **measure(session, plan, repeats, reference, scale)}
-            log(f"      wall {row['wall_s']:.2f} s, statements {row['statements_s']:.2f} s")
-            rows.append(row)
+        start = time.perf_counter()
+        for plan in ranked:
+            run_once(session, plan, reference, scale)
+        log(f"  warm-up (each plan once): {time.perf_counter() - start:.1f} s")
+        walls: list[list[float]] = [[] for _ in ranked]
+        runs: list[list] = [[] for _ in ranked]
+        for _ in range(repeats):
+            for k, plan in enumerate(ranked):
+                wall, run = run_once(session, plan, reference, scale)
+                walls[k].append(wall)
+                runs[k].append(run)
+    rows = []
+    for rank, plan, wall, timed in zip(RANKS, ranked, walls, runs):
+        statements = [run.seconds(loads=False) for run in timed]
+        rows.append({"configuration": label, "rank": rank, "plan": plan.name,
+                     "est_cost": plan.cost, "wall_s": statistics.median(wall),
+                     "wall_min_s": min(wall), "wall_max_s": max(wall),
+                     "statements_s": statistics.median(statements),
+                     "statements_min_s": min(statements), "statements_max_s": max(statements),
+                     "statements": len(timed[0].steps), "repeats": repeats})
+    steps = [step_medians(timed) for timed in runs]
+    log(f"  median seconds per step ({repeats} runs; steps the plans share, then their own):")
+    labels = list(dict.fromkeys(label for s in steps for label in s))
+    log("      " + " ".join(f"{rank:>8}" for rank in RANKS[:len(steps)]) + "  step")
+    for step in labels:
+        log("      " + " ".join(f"{s[step]:8.2f}" if step in s else f"{'':>8}" for s in steps)
+            + f"  {step}")
     return rows
 
 
@@ -76,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", default="ogbn-arxiv")
     ap.add_argument("--workers", default="1,2", help="worker processes per Spark run")
     ap.add_argument("--top", type=int, default=3, help="plans of the ranking to time")
-    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--worker-memory", type=int, default=4096, help="MB per worker")
     add_output_arguments(ap)
@@ -116,16 +151,23 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,
                                       reference, scale, log)
 
-    log("\n| configuration | rank | est. cost | wall s | statements s | plan |\n"
-        "|---|---|---|---|---|---|")
-    for r in rows:
-        log(f"| {r['configuration']} | {r['rank']} | {r['est_cost']:.4g} | {r['wall_s']:.2f} | "
-            f"{r['statements_s']:.2f} | {r['plan']} |")
+    log(f"\n| configuration | rank | est. cost | wall s (median, min-max) | statements s "
+        "(median, min-max) | fastest | plan |\n|---|---|---|---|---|---|---|")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]
         fastest = min(ranked, key=lambda r: r["wall_s"])
-        log(f"{label}: the fastest of the top {len(ranked)} is {fastest['rank']}"
-            + (" (the optimizer's choice)" if fastest["rank"] == "Opt" else ""))
+        for r in ranked:
+            r["fastest"] = r is fastest
+            log(f"| {label} | {r['rank']} | {r['est_cost']:.4g} | {r['wall_s']:.2f} "
+                f"({r['wall_min_s']:.2f}-{r['wall_max_s']:.2f}) | {r['statements_s']:.2f} "
+                f"({r['statements_min_s']:.2f}-{r['statements_max_s']:.2f}) | "
+                f"{'yes' if r['fastest'] else ''} | {r['plan']} |")
+    for label in dict.fromkeys(r["configuration"] for r in rows):
+        ranked = [r for r in rows if r["configuration"] == label]
+        fastest = next(r for r in ranked if r["fastest"])
+        log(f"{label}: the fastest of the top {len(ranked)} (median wall) is "
+            f"{fastest['rank']}" + (" (the optimizer's choice)" if fastest["rank"] == "Opt"
+                                     else ""))
     stem = f"bench_spark_gcn2_{args.dataset}"
     with open(tables_dir / f"{stem}.csv", "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -9,11 +9,12 @@ where the engine's kernels have it), C_kernel from a kernel of the same shape th
 product (the strided loop every other kernel runs), C_sparse from their sparse x dense
 products (the C kernel over packed payloads on the native
 paths, scipy's on the UDF path), the two load constants from timing array inputs
-loaded into the engine. The cost of a
-plan is linear in the remaining constants (C_xfer, C_fixed, C_add, C_group), so they
-come from a non-negative least-squares fit, on relative errors, to the measured times
-of the plans the optimizer chooses between on three small programs (its top plans
-plus the relational and the dense plan), with loads and the kernel part subtracted.
+loaded into the engine. The cost of a plan is linear in the remaining constants
+(C_xfer, C_fixed, C_add, C_group; on Spark also C_shuffle and C_statement, the cost of
+scheduling a statement), so they come from a non-negative least-squares fit, on
+relative errors, to the measured times of the plans the optimizer chooses between on
+three small programs (its top plans plus the relational and the dense plan, where they
+fit the engine's memory), with loads and the kernel part subtracted.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .cost import DEFAULT_PARAMS, CostModel, CostParams, load_params, save_param
 from .errors import SparseEinsumError
 from .kernels.spec import KernelSpec
 from .optimizer.context import OptimizerContext
-from .optimizer.search import SearchSpace
+from .optimizer.search import LoadItem, SearchSpace
 from .optimizer.strategies import candidate_plans
 from .plan import Plan
 from .session import Session
@@ -70,9 +71,10 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, dict]]
 
 
 def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
-    """The cost of `plan` under other constants."""
+    """The cost of `plan` under other constants, without its loads (timed apart)."""
     model = CostModel(ctx.dag, ctx.stats, params)
-    return SearchSpace(ctx.dag, model, ctx.stored).cost(plan.choices).total
+    items = SearchSpace(ctx.dag, model, ctx.stored).items(plan.choices)
+    return sum(cost for item, cost in items.items() if not isinstance(item, LoadItem))
 
 
 def kernel_seconds_per_flop(db, repeats: int = 3, product: bool = True) -> float:
@@ -172,10 +174,12 @@ def _numpy_seconds_per_flop(repeats: int) -> float:
     return statistics.median(times) / (2 * 4096 * 512 * 512)
 
 
-def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
-                   ) -> tuple[float, float]:
+def load_constants(db, scale: float, rng: np.random.Generator, repeats: int,
+                   fixed: bool = False) -> tuple[float, float]:
     """c_load_tuple and c_load_byte: time decomposing and loading array inputs heavy in
-    tuples (a sparse matrix, fully promoted) and in bytes (dense rows), fitted by NNLS."""
+    tuples (a sparse matrix, fully promoted) and in bytes (dense rows), fitted by NNLS
+    (`fixed`: with a fixed cost per load, the job an engine schedules for it, fitted
+    alongside and left out)."""
     n = int(100_000 * scale)
     sparse = sp.csr_matrix((rng.random(5 * n), (rng.integers(0, n, 5 * n),
                                                 rng.integers(0, n, 5 * n))), shape=(n, n))
@@ -188,7 +192,7 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
                             tiling=promotion(array.shape, axes),
                             labels=tuple(f"k{a}" for a in range(array.ndim)))
         times = []
-        for _ in range(repeats):
+        for _ in range(repeats + 1):        # the first run warms up
             start = time.perf_counter()
             blocks = decompose(array, rel.tiling)
             db.load(rel, blocks)
@@ -196,8 +200,8 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int
             db.drop(rel)
         width = prod(s for a, s in enumerate(array.shape) if a not in axes)
         payload = 8.0 * width if len(axes) < array.ndim else 0.0
-        features.append([len(blocks), len(blocks) * payload])
-        seconds.append(statistics.median(times))
+        features.append([len(blocks), len(blocks) * payload] + [1.0] * fixed)
+        seconds.append(statistics.median(times[1:]))
     measured = np.array(seconds)
     solution, _ = nnls(np.array(features) / measured[:, None], np.ones(len(seconds)))
     return max(float(solution[0]), 1e-12), max(float(solution[1]), 1e-15)
@@ -222,19 +226,23 @@ def calibrate(backend: str = "duckdb", dsn: str | None = None, path: str | None 
 def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     features, seconds, kernel_part, names = [], [], [], []
-    # engines that shuffle also fit the shuffle term; the cluster's parallelism is known
+    # engines that shuffle also fit the shuffle term, engines that schedule jobs the
+    # statement term; the cluster's parallelism is known
     default = DEFAULT_PARAMS.get(db.dialect.name, _UNIT)
-    fitted = FITTED + (("c_shuffle",) if default.c_shuffle else ())
+    fitted = FITTED + tuple(f for f in ("c_shuffle", "c_statement") if getattr(default, f))
     unit = db.cost_params(replace(_UNIT, parallelism=default.parallelism))
     c_gemm = kernel_seconds_per_flop(db)
     c_kernel = kernel_seconds_per_flop(db, product=False)
     c_sparse = sparse_seconds_per_flop(db)
-    c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats)
+    c_load_tuple, c_load_byte = load_constants(db, scale, rng, repeats,
+                                               fixed="c_statement" in fitted)
     for program, data in _workloads(scale, rng):
         with Session(_PROGRAMS[program], data, backend=db,
                      params=load_params(db.dialect.name)) as session:
             ctx = session.optimizer()
             for plan in candidate_plans(ctx, top=4):
+                if not plan.fits:     # beyond the engine's memory (Spark's dense plans)
+                    continue
                 features.append([_plan_cost(ctx, replace(unit, **{f: 1.0}), plan)
                                  for f in fitted])
                 kernel_part.append(_plan_cost(ctx, replace(unit, c_kernel=c_kernel,

@@ -50,7 +50,8 @@ def _describe(dag: Dag, plan: Plan, rank: int) -> dict:
             "est_tuples": costs.est_tuples,
             "cost": costs.total,
             "cost_breakdown": {k: getattr(costs, k) for k in
-                               ("load", "join", "aggregate", "repartition", "kernel", "shuffle")},
+                               ("load", "join", "aggregate", "repartition", "kernel", "shuffle",
+                                "statement")},
             "shuffles": list(costs.exchanges),
         })
     return {"rank": rank, "name": plan.name, "cost": plan.cost, "statements": statements,

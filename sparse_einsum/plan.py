@@ -64,11 +64,12 @@ class StatementCost:
     est_join_tuples: float = 0.0
     shuffle: float = 0.0         # data moved between tasks (distributed engines)
     exchanges: tuple[str, ...] = ()   # what is shuffled or broadcast, by which key
+    statement: float = 0.0       # scheduling the statement (engines with a fixed cost each)
 
     @property
     def total(self) -> float:
         return self.load + self.join + self.aggregate + self.kernel + self.repartition + \
-            self.shuffle
+            self.shuffle + self.statement
 
     def as_dict(self) -> dict[str, float]:
         return {**asdict(self), "total": self.total}

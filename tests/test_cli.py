@@ -320,8 +320,11 @@ def test_calibrate_measures_and_stores_constants(tmp_path, monkeypatch, capsys):
     for dialect in ("duckdb-native", "duckdb"):
         stored = json.loads(out.read_text())[dialect]
         assert set(stored) == set(CostParams.__dataclass_fields__)
-        assert stored["c_shuffle"] == 0.0 and stored["parallelism"] == 1.0   # one machine
-        assert all(value > 0 for key, value in stored.items() if key != "c_shuffle")
+        # one machine, statements that schedule no jobs
+        assert stored["c_shuffle"] == stored["c_statement"] == 0.0
+        assert stored["parallelism"] == 1.0
+        assert all(value > 0 for key, value in stored.items()
+                   if key not in ("c_shuffle", "c_statement"))
         assert load_params(dialect) == CostParams(**stored)
     assert main(["calibrate", "--scale", "0"]) == 2
     assert main(["calibrate", "--dsn", "host=x"]) == 2

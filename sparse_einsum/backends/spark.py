@@ -10,6 +10,7 @@ path), not sparse-einsum itself.
 """
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from dataclasses import replace
@@ -26,6 +27,7 @@ from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
                                      sparsify_function, split_function, stack_function,
                                      to_arrow)
+from ..memory import parse_size
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
@@ -38,6 +40,9 @@ SESSION_CONFIG = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # a task carries its slice of a loaded input: a relation of a few large array tuples
+    # is over the default 128 MB
+    "spark.rpc.message.maxSize": "1024",
 }
 _ARRAY, _DOUBLE = "array<double>", "double"
 # the modules the kernels run, shipped with them: executors need no sparse-einsum
@@ -81,6 +86,9 @@ class SparkBackend(Backend):
     """Runs compiled steps on Spark: a session started on `master` (default local[*]) and
     stopped on close, or a SparkSession given as `session` (left running)."""
     name = "spark"
+    # one tuple or kernel call: at most a quarter of an executor's memory (the Arrow
+    # batches, the Python worker's copies and the kernel's arrays share it)
+    memory_share = 1 / 4
 
     def __init__(self, master: str | None = None, *, session=None,
                  parallelism: int | None = None, config: dict[str, str] | None = None):
@@ -96,15 +104,33 @@ class SparkBackend(Backend):
         self._register_scalar_udfs()
 
     def _cluster_parallelism(self) -> int | None:
-        """Task slots of the cluster (a Spark Connect client cannot ask: None)."""
+        """Task slots of the cluster: a local master's threads, a local-cluster's workers
+        times their cores, else Spark's default parallelism (which is at least 2 on a
+        cluster); a Spark Connect client cannot ask: None."""
         try:
-            return int(self.spark.sparkContext.defaultParallelism)
+            context = self.spark.sparkContext
         except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
             return None
+        local = re.fullmatch(r"local\[(\d+)\]|local-cluster\[(\d+),\s*(\d+),\s*\d+\]",
+                             context.master)
+        if local:
+            threads, workers, cores = local.groups()
+            return int(threads) if threads else int(workers) * int(cores)
+        return int(context.defaultParallelism)
 
     def cost_params(self, params: CostParams) -> CostParams:
         return replace(params, parallelism=float(self.parallelism)) if self.parallelism \
             else params
+
+    def memory_limit(self) -> tuple[int, str] | None:
+        """An executor's memory (Spark's default 1g where the session does not set it;
+        None for a Spark Connect client, which cannot ask)."""
+        try:
+            text = self.spark.sparkContext.getConf().get("spark.executor.memory", "1g")
+        except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+            return None
+        size = parse_size(text.lower().rstrip("b") + "ib")       # Spark's 2g, 512m: binary
+        return (size, f"spark.executor.memory {text}") if size else None
 
     def close(self) -> None:
         if self._owns:

@@ -92,5 +92,6 @@ class OptimizerContext:
                     load += items[item]
             result[v.name] = StatementCost(load, c.join, c.aggregate, c.kernel, repartition,
                                            c.out_tuples, c.join_tuples, c.shuffle,
-                                           tuple(e.describe() for e in c.exchanges))
+                                           tuple(e.describe() for e in c.exchanges),
+                                           c.statement)
         return result
