@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,
                                       reference, scale, log)
 
-    log(f"\n| configuration | rank | est. cost | wall s (median, min-max) | statements s "
+    log("\n| configuration | rank | est. cost | wall s (median, min-max) | statements s "
         "(median, min-max) | fastest | plan |\n|---|---|---|---|---|---|---|")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]
