@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .backends.base import Backend
-from .blocks import compose, compose_sparse, decompose
+from .blocks import Blocks, compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
 from .sql.steps import TableRelation, identifiers
@@ -47,16 +47,22 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     reports: list[StepReport] = []
     created = []
     done_after = _last_reads(compiled, backend.dialect.quote)
+    # outputs that no later step reads are fetched from their statement's query, unstored
+    fetched: dict[str, Blocks] = {}
+    direct = set() if count_tuples else _read_by_none(compiled, backend.dialect.quote)
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
                 progress(f"[{n}/{len(compiled.steps)}] {step.label}")
             start = time.perf_counter()
-            created.append(step.target)
             if step.kind == "load":
+                created.append(step.target)
                 backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
                                                         step.target.sparse))
+            elif step.target.table in direct:
+                fetched[step.target.table] = backend.run_and_fetch(step)
             else:
+                created.append(step.target)
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
@@ -65,12 +71,23 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
                 backend.drop(rel)
                 created.remove(rel)
         results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
-                       backend.fetch(rel), rel.shape, rel.tiling)
+                       fetched[rel.table] if rel.table in fetched else backend.fetch(rel),
+                       rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
     finally:
         for rel in created:
             backend.drop(rel)
     return Execution(results, reports)
+
+
+def _read_by_none(compiled: CompiledPlan, quote: str) -> set[str]:
+    """The output tables that the run computes and no later step reads."""
+    read = set().union(*(identifiers(step.sql, quote) - {step.target.table}
+                         for step in compiled.steps), set())
+    read |= {use.constant[1].table for step in compiled.steps for use in step.kernels
+             if use.constant}
+    return {rel.table for rel in compiled.outputs.values()} - read - {
+        step.target.table for step in compiled.steps if step.kind == "load"}
 
 
 def _last_reads(compiled: CompiledPlan, quote: str) -> dict[int, list[TableRelation]]:

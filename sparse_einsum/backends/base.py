@@ -114,6 +114,15 @@ class Backend:
     def run(self, step: Step) -> None:
         self.execute(step.sql)
 
+    def run_and_fetch(self, step: Step) -> Blocks:
+        """The relation a step computes, fetched and not kept (engines that can read a
+        query's result directly do so without storing it)."""
+        self.run(step)
+        try:
+            return self.fetch(step.target)
+        finally:
+            self.drop(step.target)
+
     def kernel_constants(self, use: KernelUse) -> dict[int, object]:
         """The operand a kernel binds once (a relation of one tuple): a flat array, or a
         `Packed` of one tuple for a sparse payload."""

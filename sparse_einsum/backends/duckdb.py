@@ -7,8 +7,9 @@ import os
 import re
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -22,6 +23,7 @@ from ..kernels.arrow_kernels import (aggregate_function, kernel_function, sparsi
 from ..memory import parse_size
 from ..sql.dialect import Dialect
 from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
+from ..sql.pipeline import statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
 from . import duckdb_extension
 from .base import Backend, arrow_relation, relation_blocks
@@ -181,10 +183,11 @@ class DuckDBBackend(Backend):
         else:
             super().drop(rel)
 
-    def fetch(self, rel: TableRelation) -> Blocks:
+    def fetch(self, rel: TableRelation, source: str | None = None) -> Blocks:
+        """The relation `rel` from its table, or from the query `source` that computes it."""
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
-        return relation_blocks(rel, self.con.sql(
-            f"SELECT {cols} FROM {self.dialect.q(rel.table)}").to_arrow_table())
+        source = f"({source}) AS q" if source else self.dialect.q(rel.table)
+        return relation_blocks(rel, self.con.sql(f"SELECT {cols} FROM {source}").to_arrow_table())
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()
@@ -208,10 +211,20 @@ class DuckDBBackend(Backend):
 
     # -- statements ---------------------------------------------------------
     def run(self, step: Step) -> None:
+        with self._registered_kernels(step):
+            self.con.execute(step.sql)
+
+    def run_and_fetch(self, step: Step) -> Blocks:
+        """Read straight from the step's query: its result is never stored."""
+        with self._registered_kernels(step):
+            return self.fetch(step.target, statement_query(step, self.dialect))
+
+    @contextmanager
+    def _registered_kernels(self, step: Step) -> Iterator[None]:
         for use in step.kernels:
             self._register(use)
         try:
-            self.con.execute(step.sql)
+            yield
         finally:
             for use in step.kernels:
                 self.con.remove_function(use.name)

@@ -43,6 +43,14 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
 def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -> Step:
     """`reader` computing `producer` (and what was streamed into it) in its statement."""
     pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
-    select = dialect.with_tables([(p.target.table, p.query) for p in pipelined], reader.query)
-    return replace(reader, sql=dialect.create(reader.target.table, select, temporary),
-                   kernels=producer.kernels + reader.kernels, pipelined=pipelined)
+    reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined)
+    return replace(reader, sql=dialect.create(reader.target.table,
+                                              statement_query(reader, dialect), temporary))
+
+
+def statement_query(step: Step, dialect: Dialect) -> str:
+    """The SELECT whose rows a step's statement stores: its query, with what is streamed
+    into it as common table expressions."""
+    if not step.pipelined:
+        return step.query
+    return dialect.with_tables([(p.target.table, p.query) for p in step.pipelined], step.query)
