@@ -132,3 +132,29 @@ def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
         assert not pipelined and stored == {"P", "Q", "R", "S"}
     with Session(CHAIN, _data(), backend=duck) as session:
         assert session.optimizer().model.streamed == frozenset()
+
+
+def test_outputs_read_by_no_later_statement_come_straight_from_their_query(backend):
+    """An output that a later statement reads is stored for it; one that nothing reads
+    is fetched from its statement's query (DuckDB: never stored). Values as NumPy."""
+    from sparse_einsum.executor import _read_by_none
+    program = """
+    input A[i,j]
+    input X[j,f]
+    T[i,f] = A[i,j] * X[j,f]
+    M[i] = max(T[i,f])
+    output T, M
+    """
+    data = {"A": np.where(rng.random((9, 7)) < 0.4, rng.normal(size=(9, 7)), 0.0),
+            "X": rng.normal(size=(7, 3))}
+    expected = evaluate(load_program(program), data)
+    with Session(program, data, backend=backend) as session:
+        for spec in PLANS:
+            plan = session.plan(spec)
+            compiled = session.compile(plan)
+            direct = _read_by_none(compiled, session.dialect.quote)
+            assert direct == {compiled.outputs["M"].table}, spec
+            got = session.run(plan).outputs
+            for name in ("T", "M"):
+                np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, atol=1e-12)
+                assert got[name].dtype == np.float64
