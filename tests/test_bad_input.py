@@ -155,7 +155,8 @@ def test_memory_cap_follows_the_engine_memory_limit(tmp_path):
     rng = np.random.default_rng(0)
     a = sp.random(200, 200, density=0.02, format="csr", random_state=1)
     h = rng.random((200, 5000))
-    program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]"
+    # S reads Y, so Y is stored (an output nothing reads would stream out of the engine)
+    program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\nS[i] = Y[i,f]\noutput Y, S"
     limits = {"memory_limit": "16MB", "temp_directory": str(tmp_path), "native": False}
     with Session(program, {"A": a, "H": h}, native=False) as free:
         wide = free.plan("optimal")
