@@ -218,7 +218,9 @@ class Session:
                 "sparse_payloads": self.dialect.sparse_payloads,
                 "packed_stacks": bool(self.dialect.packed_stack_sql),
                 "bound_states": self.dialect.unspillable_state,
-                "pipelines": self.dialect.pipeline_depth > 0}
+                "pipelines": self.dialect.pipeline_depth > 0,
+                "constants_once": self.dialect.broadcast_constants,
+                "state_cap": self._state_cap()}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
@@ -231,6 +233,15 @@ class Session:
             return None, None
         fraction = f"1/{round(1 / share)}" if share < 1 else "all"
         return limit[0] * share, f"{fraction} of {limit[1]}"
+
+    def _state_cap(self) -> float | None:
+        """The bound on all groups' unspillable aggregate states together: the memory cap
+        given, else the engine's share of its memory limit (the cap per tuple is a
+        fraction of that because many tuples are in flight; the states are the whole)."""
+        if self.memory_cap or self.backend is None:
+            return self.memory_cap
+        limit = self.backend.memory_limit()
+        return limit[0] * self.backend.memory_share if limit else None
 
     @gc_paused()
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:

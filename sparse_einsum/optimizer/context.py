@@ -38,18 +38,21 @@ class OptimizerContext:
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
               packed_stacks: bool = False, bound_states: bool = False, pipelines: bool = True,
-              stored: dict[str, Tiling] | None = None,
+              constants_once: bool = True, state_cap: float | None = None, stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
               cap_source: str | None = None) -> "OptimizerContext":
         """`bound_states`: array aggregates keep their states where the engine cannot spill
-        them, so groups x state size must stay within the memory cap too; `packed_stacks`:
+        them, so groups x state size must stay within `state_cap` (default: the memory
+        cap; all groups' states are alive at once, unlike tuples); `packed_stacks`:
         the engine packs scalars into sparse payloads directly; `pipelines`: intermediates
-        read once stream into their reader (no table written)."""
+        read once stream into their reader (no table written); `constants_once`: the engine
+        binds a one-tuple operand into the kernel once, not with every batch of rows."""
         stats = propagate(dag, input_stats)
         cap = memory_cap or default_memory_cap()
         model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
-                          sparse_payloads, max_state_bytes=cap if bound_states else None,
-                          packed_stacks=packed_stacks, pipelines=pipelines)
+                          sparse_payloads, max_state_bytes=(state_cap or cap) if bound_states else None,
+                          packed_stacks=packed_stacks, pipelines=pipelines,
+                          constants_once=constants_once)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 

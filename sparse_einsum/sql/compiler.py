@@ -7,7 +7,7 @@ classes; this module only arranges joins, domains and groupings.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
@@ -140,6 +140,10 @@ class Compiler:
     def _vertex_query(self, v: Vertex, inputs: list[TableRelation], out: TableRelation,
                       b: StepBuilder) -> str:
         d, q = self.d, self.d.q
+        if self._one_tuple_operand(v, inputs) == 0:
+            # the kernels take the one-tuple operand second (rows against one matrix are
+            # then one BLAS product); x * y is y * x, bit for bit
+            v, inputs = replace(v, operands=v.operands[::-1]), inputs[::-1]
         choice, sizes = self.plan.choices[v.name], self.dag.label_sizes(v)
         up = self.plan.keyed(self.dag, v)
         ranges = {l: key_range(choice.tile(l), sizes[l]) for l in up}
@@ -223,9 +227,14 @@ class Compiler:
         return "union", [0, 1]
 
     def _constant_operand(self, v: Vertex, inputs: list[TableRelation]) -> int | None:
-        """The operand of a product that is one array tuple joined to keyed tuples: it is
-        bound into the kernel once instead of being passed with every row."""
-        if not (self.d.broadcast_constants and v.is_binary and v.op == "mul"):
+        """The one-tuple operand of a product, where the engine binds it into the kernel
+        once instead of passing it with every row."""
+        return self._one_tuple_operand(v, inputs) if self.d.broadcast_constants else None
+
+    @staticmethod
+    def _one_tuple_operand(v: Vertex, inputs: list[TableRelation]) -> int | None:
+        """The operand of a product that is one array tuple joined to keyed tuples."""
+        if not (v.is_binary and v.op == "mul"):
             return None
         for k in (1, 0):
             if not inputs[k].keyed and not inputs[k].is_scalar and inputs[1 - k].keyed:
