@@ -322,3 +322,35 @@ def test_a_packed_operand_densified_by_a_non_finite_partner_must_fit(infinite):
         out = session.run("optimal").outputs["Y"]
     with np.errstate(invalid="ignore"):
         np.testing.assert_allclose(out, a.toarray() @ h, rtol=1e-9)
+
+
+def test_a_one_tuple_operand_is_read_per_batch_where_the_engine_does_not_bind_it(duck):
+    """Rows joined to one array tuple: engines that bind it into the kernel once pay for
+    it once; DuckDB's native kernels read it with every batch of KERNEL_BATCH rows."""
+    from math import ceil
+    from sparse_einsum.cost import KERNEL_BATCH
+    a = sp.random(10000, 3000, density=0.001, format="csr", random_state=2)
+    h = np.random.default_rng(0).normal(size=(3000, 64))
+    with einsum_session("ij,jf->if", a, h, backend=duck) as session:
+        ctx = session.optimizer()
+        assert not ctx.model.constants_once          # the native dialect
+        v = ctx.dag.vertices[0]
+        choice = session.plan("Ij,jf->If").choices[v.name]
+        bound_once = CostModel(ctx.dag, ctx.stats, ctx.model.p, constants_once=True)
+        extra = ctx.model.vertex(v, choice).join - bound_once.vertex(v, choice).join
+        reads = ceil(bound_once.vertex(v, choice).join_tuples / KERNEL_BATCH) - 1
+        assert reads > 0
+        assert extra == pytest.approx(reads * 3000 * 64 * 8 * ctx.model.p.c_xfer, rel=1e-9)
+
+
+def test_unspillable_states_are_bounded_by_the_engines_memory_not_the_cap_per_tuple(duck):
+    """All groups' aggregate states live at once: without a memory cap given they are
+    bounded by the engine's share of its memory limit; a given cap bounds them too."""
+    a = sp.random(200, 30, density=0.1, format="csr", random_state=1)
+    h = np.ones((30, 4))
+    with einsum_session("ij,jf->if", a, h, backend=duck) as session:
+        limit, _ = duck.memory_limit()
+        assert session.optimizer().model.state_cap == pytest.approx(limit * duck.memory_share)
+        assert session.optimizer().model.cap <= 256 << 20
+    with einsum_session("ij,jf->if", a, h, backend=duck, memory_cap=1e6) as session:
+        assert session.optimizer().model.state_cap == 1e6
