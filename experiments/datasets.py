@@ -41,6 +41,7 @@ GRAPH_SIZES: dict[str, GraphSize] = {
     "amazon-photo": GraphSize(7_650, 238_162, 745, 8),
     "amazon-computers": GraphSize(13_752, 491_722, 767, 10),
     "ogbn-arxiv": GraphSize(169_343, 1_166_243, 128, 40),
+    "ogbn-products": GraphSize(2_449_029, 61_859_140, 100, 47),
 }
 
 # Non-zeros of the original binary bag-of-words matrices (Cora 1.27 %, CiteSeer 0.85 %).
