@@ -46,10 +46,11 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
-    done_after = _last_reads(compiled, backend.dialect.quote)
+    reads = _reads(compiled, backend.dialect.quote)
+    done_after = _last_reads(compiled, reads)
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
-    direct = set() if count_tuples else _read_by_none(compiled, backend.dialect.quote)
+    direct = set() if count_tuples else _read_by_none(compiled, reads)
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
@@ -80,26 +81,28 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     return Execution(results, reports)
 
 
-def _read_by_none(compiled: CompiledPlan, quote: str) -> set[str]:
+def _reads(compiled: CompiledPlan, quote: str) -> list[set[str]]:
+    """Per step, the tables it reads: in its SQL (where identifiers are quoted with
+    `quote`; its own target among them) or as a kernel's constant operand."""
+    return [identifiers(step.sql, quote) | {use.constant[1].table for use in step.kernels
+                                            if use.constant}
+            for step in compiled.steps]
+
+
+def _read_by_none(compiled: CompiledPlan, reads: list[set[str]]) -> set[str]:
     """The output tables that the run computes and no later step reads."""
-    read = set().union(*(identifiers(step.sql, quote) - {step.target.table}
-                         for step in compiled.steps), set())
-    read |= {use.constant[1].table for step in compiled.steps for use in step.kernels
-             if use.constant}
+    read = set().union(*(r - {step.target.table} for r, step in zip(reads, compiled.steps)))
     return {rel.table for rel in compiled.outputs.values()} - read - {
         step.target.table for step in compiled.steps if step.kind == "load"}
 
 
-def _last_reads(compiled: CompiledPlan, quote: str) -> dict[int, list[TableRelation]]:
-    """Step index -> the tables made by the run that no later step reads (in its SQL, where
-    identifiers are quoted with `quote`, or as a kernel's constant operand); outputs are
+def _last_reads(compiled: CompiledPlan, reads: list[set[str]]) -> dict[int, list[TableRelation]]:
+    """Step index -> the tables made by the run that no later step reads; outputs are
     kept. Dropping them early bounds the memory of a run by the live intermediates (a
     training iteration makes dozens)."""
     kept = {rel.table for rel in compiled.outputs.values()}
     last: dict[str, tuple[int, TableRelation]] = {}
-    for k, step in enumerate(compiled.steps):
-        read = identifiers(step.sql, quote)
-        read |= {use.constant[1].table for use in step.kernels if use.constant}
+    for k, (step, read) in enumerate(zip(compiled.steps, reads)):
         for table in read & last.keys():
             last[table] = (k, last[table][1])
         if step.target.table not in kept:

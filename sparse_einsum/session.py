@@ -225,23 +225,30 @@ class Session:
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
         lowered to the engine's share of its memory limit (so that plans fit the engine)."""
-        if self.memory_cap or self.backend is None:
+        if self.memory_cap:
             return self.memory_cap, None
-        limit = self.backend.memory_limit()
-        share = self.backend.memory_share
-        if limit is None or limit[0] * share >= default_memory_cap():
+        engine = self._engine_memory
+        if engine is None or engine[0] >= default_memory_cap():
             return None, None
-        fraction = f"1/{round(1 / share)}" if share < 1 else "all"
-        return limit[0] * share, f"{fraction} of {limit[1]}"
+        return engine
 
     def _state_cap(self) -> float | None:
         """The bound on all groups' unspillable aggregate states together: the memory cap
         given, else the engine's share of its memory limit (the cap per tuple is a
         fraction of that because many tuples are in flight; the states are the whole)."""
-        if self.memory_cap or self.backend is None:
+        if self.memory_cap:
             return self.memory_cap
-        limit = self.backend.memory_limit()
-        return limit[0] * self.backend.memory_share if limit else None
+        return self._engine_memory[0] if self._engine_memory else None
+
+    @cached_property
+    def _engine_memory(self) -> tuple[float, str] | None:
+        """The engine's share of its memory limit (bytes, where it comes from), asked once."""
+        limit = self.backend.memory_limit() if self.backend is not None else None
+        if limit is None:
+            return None
+        share = self.backend.memory_share
+        fraction = f"1/{round(1 / share)}" if share < 1 else "all"
+        return limit[0] * share, f"{fraction} of {limit[1]}"
 
     @gc_paused()
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:

@@ -137,7 +137,7 @@ def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
 def test_outputs_read_by_no_later_statement_come_straight_from_their_query(backend):
     """An output that a later statement reads is stored for it; one that nothing reads
     is fetched from its statement's query (DuckDB: never stored). Values as NumPy."""
-    from sparse_einsum.executor import _read_by_none
+    from sparse_einsum.executor import _read_by_none, _reads
     program = """
     input A[i,j]
     input X[j,f]
@@ -152,7 +152,7 @@ def test_outputs_read_by_no_later_statement_come_straight_from_their_query(backe
         for spec in PLANS:
             plan = session.plan(spec)
             compiled = session.compile(plan)
-            direct = _read_by_none(compiled, session.dialect.quote)
+            direct = _read_by_none(compiled, _reads(compiled, session.dialect.quote))
             assert direct == {compiled.outputs["M"].table}, spec
             got = session.run(plan).outputs
             for name in ("T", "M"):
