@@ -164,6 +164,7 @@ class CostModel:
         # vertex() and _tilings(), computed once per vertex and choice
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
         self._tiled_as: dict[tuple[str, Choice], list] = {}
+        self._fits: dict[tuple[str, Choice], bool] = {}
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if pipelines
@@ -198,6 +199,12 @@ class CostModel:
         SQL dialect's arrays hold (none at all with `scalars_only`), padded tiles only
         where padding stays zero (see `pads_safely`), and, where aggregate states cannot
         spill, no more groups x state size than the cap."""
+        found = self._fits.get((v.name, choice))
+        if found is None:
+            found = self._fits[(v.name, choice)] = self._fit(v, choice)
+        return found
+
+    def _fit(self, v: Vertex, choice: Choice) -> bool:
         tilings = self._tilings(v, choice)
         if self.scalars_only and any(payload_axes(t) for t, _ in tilings):
             return False
@@ -217,8 +224,6 @@ class CostModel:
         sizes, tiles = self._sizes[v.name], dict(choice.tiles)
         if all(b == 1 for b in tiles.values()):
             return True                       # no kernel: plain SQL on scalars
-        if self.state_cap is not None and self.state_bytes(v, choice) > self.state_cap:
-            return False
         ops = self._ops[v.name]
         rows = min(self._join_tuples(v, ops, [o.tuples(tiles) for o in ops], tiles, sizes),
                    KERNEL_BATCH)
@@ -227,7 +232,8 @@ class CostModel:
         if not (v.annihilates and v.op == "mul"):
             per_row += 8.0 * prod(tiles[l] for l in v.all_labels)
         once = sum(b for b, k in zip(payload_in, keyed) if not k)
-        return rows * per_row + once <= self.cap
+        return rows * per_row + once <= self.cap and (
+            self.state_cap is None or self.state_bytes(v, choice) <= self.state_cap)
 
     def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
         """Whether the kernel runs over the packed operand's non-zeros: a product summed,

@@ -16,6 +16,7 @@ from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, sta
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES
 from .dialect import Dialect
+from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
 from .steps import Step, StepBuilder, TableRelation
 
@@ -66,6 +67,8 @@ class Compiler:
         self.stored = stored_inputs or {}
         self._tables = 0
         self._kernels = [0]
+        # products passed through with a scalar factor beside them (`sql.factor`)
+        self.factors = scalar_factors(dag, plan, nonfinite)
 
     # -- relations ----------------------------------------------------------
     def _new_rel(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
@@ -184,7 +187,11 @@ class Compiler:
         fused = (d.weighted_sum(spec, values, lists)
                  if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
                  and domain == "join" and not any(rel.sparse for rel in inputs) else None)
-        if fused:
+        factored = [aliases[k] for k, o in enumerate(v.operands) if o.tensor in self.factors]
+        if v.name in self.factors:
+            f = self.factors[v.name]
+            columns = {"val": values[1 - f], FACTOR: values[f]}
+        elif fused:
             columns = fused[0]
         elif not any(lists) and not spec.out_dims and not spec.dims:
             columns = {"val": d.scalar_binary(v.op, *values) if v.is_binary
@@ -193,6 +200,8 @@ class Compiler:
             columns = {"val": d.kernel(b, spec, values, lists,
                                        None if constant is None else (constant, inputs[constant]),
                                        tuple(rel.sparse for rel in inputs))}
+        for alias in factored:
+            columns["val"] = f"{columns['val']} * {alias}.{q(FACTOR)}"
         keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
         key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
         where_sql = f" WHERE {' AND '.join(where)}" if where else ""

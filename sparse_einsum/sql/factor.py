@@ -1,0 +1,57 @@
+"""Scalar factors: a product that only scales a payload by a scalar is not computed.
+
+A vertex P = F * Z with no sum, where F's tuples are scalars (every label of F promoted)
+and Z's carry payloads, read by exactly one product R that sums (a linear kernel) into
+scalar tuples, is compiled as the join of F and Z passing Z's payload through with F's
+value beside it (column FACTOR); R multiplies its kernel's result by that value. SDDMM,
+``OUT[i,j] = M[i,j] * sum_k X[i,k] Y[j,k]``, then never forms the mask's rows of Y
+scaled by M (mask x k new array elements): it dots the rows of X and Y and scales the
+dot. Only where every tensor involved is finite: with inf or NaN, s * (a . b) and
+a . (s b) differ (inf * (1 - 1) against inf - inf), and NumPy computes the latter.
+"""
+from __future__ import annotations
+
+from .. import tiling as tl
+from ..plan import Plan
+from ..program.dag import Dag, Vertex
+
+FACTOR = "fac"      # the column of a factored product holding the scalar factor
+
+
+def scalar_factors(dag: Dag, plan: Plan, nonfinite: frozenset[str]) -> dict[str, int]:
+    """Vertex -> position of its scalar operand, for the products compiled as a factor
+    beside a payload (see the module's docstring)."""
+    found = {}
+    for p in dag.vertices:
+        readers = dag.consumers(p.name)
+        if len(readers) == 1 and p.name not in dag.outputs:
+            factor = _factor(dag, plan, p, readers[0], nonfinite)
+            if factor is not None:
+                found[p.name] = factor
+    return found
+
+
+def _factor(dag: Dag, plan: Plan, p: Vertex, reader: Vertex, nonfinite: frozenset[str]
+            ) -> int | None:
+    uses = [k for k, o in enumerate(reader.operands) if o.tensor == p.name]
+    if not (p.is_binary and p.op == "mul" and not p.agg_labels and reader.is_binary
+            and reader.op == "mul" and reader.agg == "sum" and len(uses) == 1):
+        return None
+    tensors = {o.tensor for o in p.operands + reader.operands} - {p.name}
+    if tensors & nonfinite or plan.choices[p.name].sparse or uses[0] in plan.choices[reader.name].sparse:
+        return None
+    if plan.operand_tiling(reader, reader.operands[uses[0]]) != plan.output_tiling(p) \
+            or tl.payload_axes(plan.output_tiling(reader)):
+        return None                 # read repartitioned, or into payloads
+    tilings = [plan.operand_tiling(p, o) for o in p.operands]
+    scalar = [k for k, t in enumerate(tilings) if not tl.payload_axes(t)]
+    if len(scalar) != 1:
+        return None
+    f, z = p.operands[scalar[0]], p.operands[1 - scalar[0]]
+    carried = [z.labels[a] for a in tl.payload_axes(tilings[1 - scalar[0]])]
+    out = [p.labels[a] for a in tl.payload_axes(plan.output_tiling(p))]
+    keyed = tl.keyed_axes(tilings[1 - scalar[0]], dag.shapes[z.tensor])
+    if (carried != out or len(set(z.labels)) != len(z.labels) or not keyed
+            or set(p.labels) != set(f.labels) | set(z.labels)):
+        return None                 # Z's payload is not P's as it is laid out
+    return scalar[0]
