@@ -72,10 +72,18 @@ def key_range(b: int, n: int) -> int:
 def split_index(index: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
     """(index // b, index % b) of non-negative integers: shifts and masks when b is a
     power of two (inputs are split this way on every load)."""
+    if b == 1:
+        return index, np.zeros_like(index)
     if b & (b - 1) == 0:
-        shift = b.bit_length() - 1
-        return index >> shift, index & (b - 1)
+        return index >> (b.bit_length() - 1), index & (b - 1)
     return np.divmod(index, b)
+
+
+def tile_index(index: np.ndarray, b: int) -> np.ndarray:
+    """index // b of non-negative integers (`index` itself for b = 1)."""
+    if b == 1:
+        return index
+    return index >> (b.bit_length() - 1) if b & (b - 1) == 0 else index // b
 
 
 def pads(tiling: Tiling, shape: tuple[int, ...]) -> bool:

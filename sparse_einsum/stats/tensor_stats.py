@@ -11,7 +11,7 @@ from math import prod
 import numpy as np
 import scipy.sparse as sp
 
-from ..tiling import Tiling, key_range, keyed_axes, split_index, tile_distinct, tile_sizes
+from ..tiling import Tiling, key_range, keyed_axes, tile_distinct, tile_index, tile_sizes
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,13 @@ def _tile_counts(pattern: sp.csr_array) -> dict[Tiling, float]:
             rows, cols = major, compressed.indices
         changes = major[1:] != major[:-1]
         for tiling in (t for t in wanted if t[axis] == 1):
-            minor = _tile_of(compressed.indices, tiling[1 - axis])
+            minor = tile_index(compressed.indices, tiling[1 - axis])
             counts[tiling] = float(np.count_nonzero(changes | (minor[1:] != minor[:-1])) + 1)
     tiled = [t for t in wanted if 1 not in t]
     if tiled:
         finest = [min(t[axis] for t in tiled) for axis in (0, 1)]
         grid = np.zeros([key_range(b, n) for b, n in zip(finest, shape)], dtype=bool)
-        grid[_tile_of(rows, finest[0]), _tile_of(cols, finest[1])] = True
+        grid[tile_index(rows, finest[0]), tile_index(cols, finest[1])] = True
         by_rows = {b0: _coarsen(grid, 0, b0, finest[0], shape[0]) for b0, _ in tiled}
         for b0, b1 in tiled:
             coarse = _coarsen(by_rows[b0], 1, b1, finest[1], shape[1])
@@ -174,10 +174,6 @@ def _coarsen(grid: np.ndarray, axis: int, b: int, f: int, n: int) -> np.ndarray:
     shape = list(padded.shape)
     shape[axis:axis + 1] = [shape[axis] // step, step]
     return padded.reshape(shape).any(axis=axis + 1)
-
-
-def _tile_of(index: np.ndarray, b: int) -> np.ndarray:
-    return split_index(index, b)[0]
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
