@@ -13,10 +13,12 @@ def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
                 memory_cap: tuple[float, str], runs: list[Execution] | None = None,
                 sql: list[list[str]] | None = None,
-                pipelined: list[dict[str, str]] | None = None) -> dict:
+                pipelined: list[dict[str, str]] | None = None,
+                factored: list[frozenset[str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
     statements when given; `pipelined`: per plan, each vertex streamed into a later
-    statement instead of stored -> that statement: its tuples are not counted)."""
+    statement instead of stored -> that statement: its tuples are not counted;
+    `factored`: per plan, the products passed through with their scalar factor)."""
     result = {
         "backend": backend,
         "kernels": kernels,
@@ -36,6 +38,10 @@ def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
         for statement in entry["statements"]:
             if statement["name"] in streamed:
                 statement["pipelined_into"] = streamed[statement["name"]]
+    for entry, names in zip(result["plans"], factored or []):
+        for statement in entry["statements"]:
+            if statement["name"] in names:
+                statement["scalar_factor"] = True
     return result
 
 
@@ -136,6 +142,10 @@ def format_explanation(result: dict) -> str:
         if streamed:
             lines.append("  pipelined (streamed into the statement reading it, no table): "
                          + ", ".join(streamed))
+        scaled = [s["name"] for s in plan["statements"] if s.get("scalar_factor")]
+        if scaled:
+            lines.append("  scalar factors (payload passed through with the scalar beside it, "
+                         "the reader scales its kernel's result): " + ", ".join(scaled))
         if "sql" in plan:
             lines.append("  sql:")
             lines += ["    " + line for statement in plan["sql"]

@@ -377,7 +377,7 @@ class Session:
                            timings=self.timings, fused=self.fused,
                            constants=self.optimizer().model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
-                           pipelined=pipelined,
+                           pipelined=pipelined, factored=[c.factored for c in compiled],
                            memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))
 
     def close(self, error: BaseException | None = None) -> None:

@@ -80,3 +80,14 @@ def test_factored_sddmm_on_spark(spark):
         got = session.run("IJk").outputs["OUT"]
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_explain_names_the_factored_products(duck):
+    from sparse_einsum.explanation import format_explanation
+    with Session(SDDMM, _data(), backend=duck, paths="opt_einsum") as session:
+        result = session.explain(top=3)
+        factored = [_factored(session, p["name"]) for p in result["plans"]]
+    marked = [any(s.get("scalar_factor") for s in p["statements"]) for p in result["plans"]]
+    assert marked == factored and any(marked)
+    assert ("scalar factors (payload passed through with the scalar beside it, the reader "
+            "scales its kernel's result): P" in format_explanation(result)) == any(marked)

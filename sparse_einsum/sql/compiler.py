@@ -26,6 +26,7 @@ class CompiledPlan:
     """The steps of a plan and the relation each output ends up in."""
     steps: list[Step]
     outputs: dict[str, TableRelation]
+    factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -49,7 +50,8 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
     else:
         outputs = compiler.outputs()
     kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values()]}
-    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs)
+    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs,
+                        frozenset(compiler.factors))
 
 
 class Compiler:
