@@ -61,10 +61,11 @@ class Degrees:
 
     @classmethod
     def of(cls, counts: list[np.ndarray]) -> "Degrees":
-        """From the degree vector of each axis."""
-        c = [x.astype(np.float64) for x in counts]
-        return cls(tuple(float(np.sqrt(x @ x)) for x in c),
-                   tuple(float(x.max(initial=0.0)) for x in c),
+        """From the degree vector of each axis (integers: their products are exact up to
+        3e9 non-zeros and never go through BLAS, whose threads cost more than the sum)."""
+        c = [x.astype(np.int64, copy=False) for x in counts]
+        return cls(tuple(math.sqrt(int(x @ x)) for x in c),
+                   tuple(float(x.max(initial=0)) for x in c),
                    {(a, b): float(c[a] @ c[b]) for a in range(len(c))
                     for b in range(a + 1, len(c)) if len(c[a]) == len(c[b])})
 
@@ -101,7 +102,10 @@ def exact_stats(x: object) -> TensorStats:
     counts = []
     for axis in range(array.ndim):
         others = tuple(a for a in range(array.ndim) if a != axis)
-        counts.append(np.count_nonzero(nonzero, axis=others) if others else nonzero)
+        if nnz == array.size:               # no zeros: every index has them all
+            counts.append(np.full(array.shape[axis], array.size // max(array.shape[axis], 1)))
+        else:
+            counts.append(np.count_nonzero(nonzero, axis=others) if others else nonzero)
     distinct = [float(np.count_nonzero(c)) for c in counts]
     tiles = None
     if array.ndim == 2:
