@@ -97,7 +97,11 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
     tiles = array.reshape([x for rb in grid for x in rb])
     order = list(range(0, 2 * len(grid), 2)) + list(range(1, 2 * len(grid), 2))
     flat = tiles.transpose(order).reshape(prod(r for r, _ in grid), -1)
-    nonzero = np.flatnonzero(np.any(stored(flat), axis=1))
+    kept = np.any(flat, axis=1)
+    kept[~kept] = np.signbit(flat[~kept]).any(axis=1)     # tiles of zeros, -0.0 kept
+    if kept.all():                   # every tile: no copy of the values
+        return _blocks(np.arange(len(flat)), flat, array.shape, tiling, grid)
+    nonzero = np.flatnonzero(kept)
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
 
 
@@ -122,7 +126,8 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
         rows, cols, data = rows[keep], cols[keep], data[keep]
     grid = _grid(csr.shape, tiling)
     (r0, b0), (r1, b1) = grid
-    (row_tile, row_offset), (col_tile, col_offset) = split_index(rows, b0), split_index(cols, b1)
+    (row_tile, row_offset), (col_tile, col_offset) = (split_index(rows, b0, csr.shape[0]),
+                                                    split_index(cols, b1, csr.shape[1]))
     tile = row_tile * r1 + col_tile
     offsets = row_offset * b1 + col_offset
     if sparse:

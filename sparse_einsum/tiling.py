@@ -69,11 +69,13 @@ def key_range(b: int, n: int) -> int:
     return ceil(n / b)
 
 
-def split_index(index: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """(index // b, index % b) of non-negative integers: shifts and masks when b is a
-    power of two (inputs are split this way on every load)."""
+def split_index(index: np.ndarray, b: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index // b, index % b) of integers in [0, n): shifts and masks when b is a power
+    of two (inputs are split this way on every load), nothing computed for b = 1 or n."""
     if b == 1:
         return index, np.zeros_like(index)
+    if b >= n:
+        return np.zeros_like(index), index
     if b & (b - 1) == 0:
         return index >> (b.bit_length() - 1), index & (b - 1)
     return np.divmod(index, b)
