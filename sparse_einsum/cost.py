@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from math import ceil, prod
 from pathlib import Path
 
-from .plan import Choice
+from .plan import Choice, scalar_factor
 from .program.dag import Dag, Vertex
 from .shuffles import Exchange, row_bytes, vertex_exchanges
 from .stats.propagate import OperandStats, join_skew, operand_stats
@@ -252,6 +252,19 @@ class CostModel:
             return 0.0
         return self.vertex(v, choice).out_tuples * 8.0 * payload_size(out_tiling)
 
+    def scales_only(self, v: Vertex, choice: Choice) -> bool:
+        """Whether `v` is a product the compiler passes through with its scalar factor
+        beside the payload (`sql.factor`), running no kernel: streamed into one product
+        summing it, every tensor finite (the reader's own decomposition, which must keep
+        its result scalar, is not known here)."""
+        if v.name not in self.streamed or choice.sparse or \
+                scalar_factor(self.dag, v, choice) is None:
+            return False
+        (reader,) = self.dag.consumers(v.name)
+        return (reader.is_binary and reader.op == "mul" and reader.agg == "sum"
+                and all(self.stats[o.tensor].finite for o in v.operands + reader.operands
+                        if o.tensor != v.name))
+
     def pads_safely(self, v: Vertex) -> bool:
         """Padding (zeros) stays zero and adds nothing: a zero-preserving operation on
         finite values, summed."""
@@ -287,7 +300,8 @@ class CostModel:
                     once += reads * bytes_in[k] * p.c_xfer
                     per_tuple[k] = 0.0
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
-        c_kernel = join * self._kernel_seconds(v, choice, tilings, bytes_in)
+        c_kernel = 0.0 if self.scales_only(v, choice) else \
+            join * self._kernel_seconds(v, choice, tilings, bytes_in)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if any(tiles[l] < sizes[l] for l in v.agg_labels):
             groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)

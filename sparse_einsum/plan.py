@@ -14,7 +14,7 @@ from typing import Mapping
 
 from .program.dag import Dag, Operand, Vertex
 from .program.ops import render_uclc
-from .tiling import Tiling, key_range, render
+from .tiling import Tiling, key_range, keyed_axes, payload_axes, render
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,27 @@ class Choice:
             tiles = self._sizes
             found = self._tilings[labels] = tuple(tiles[l] for l in labels)
         return found
+
+
+def scalar_factor(dag: Dag, v: Vertex, choice: Choice) -> int | None:
+    """The position of F when vertex `v` = F * Z, under `choice`, only scales Z's payloads
+    by scalars: a product without a sum, F's tuples scalars, Z's keyed payloads laid out
+    as the output's (such a product can pass Z's payload through with F's value beside
+    it, see `sql.factor`); None otherwise."""
+    if not (v.is_binary and v.op == "mul" and not v.agg_labels):
+        return None
+    tilings = [choice.tiling(o.labels) for o in v.operands]
+    scalar = [k for k, t in enumerate(tilings) if not payload_axes(t)]
+    if len(scalar) != 1:
+        return None
+    f, z = v.operands[scalar[0]], v.operands[1 - scalar[0]]
+    carried = [z.labels[a] for a in payload_axes(tilings[1 - scalar[0]])]
+    out = [v.labels[a] for a in payload_axes(choice.tiling(v.labels))]
+    if (carried != out or len(set(z.labels)) != len(z.labels)
+            or not keyed_axes(tilings[1 - scalar[0]], dag.shapes[z.tensor])
+            or set(v.labels) != set(f.labels) | set(z.labels)):
+        return None
+    return scalar[0]
 
 
 @dataclass(frozen=True)

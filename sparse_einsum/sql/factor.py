@@ -11,9 +11,9 @@ a . (s b) differ (inf * (1 - 1) against inf - inf), and NumPy computes the latte
 """
 from __future__ import annotations
 
-from .. import tiling as tl
-from ..plan import Plan
+from ..plan import Plan, scalar_factor
 from ..program.dag import Dag, Vertex
+from ..tiling import payload_axes
 
 FACTOR = "fac"      # the column of a factored product holding the scalar factor
 
@@ -34,24 +34,13 @@ def scalar_factors(dag: Dag, plan: Plan, nonfinite: frozenset[str]) -> dict[str,
 def _factor(dag: Dag, plan: Plan, p: Vertex, reader: Vertex, nonfinite: frozenset[str]
             ) -> int | None:
     uses = [k for k, o in enumerate(reader.operands) if o.tensor == p.name]
-    if not (p.is_binary and p.op == "mul" and not p.agg_labels and reader.is_binary
-            and reader.op == "mul" and reader.agg == "sum" and len(uses) == 1):
+    if not (reader.is_binary and reader.op == "mul" and reader.agg == "sum" and len(uses) == 1):
         return None
     tensors = {o.tensor for o in p.operands + reader.operands} - {p.name}
-    if tensors & nonfinite or plan.choices[p.name].sparse or uses[0] in plan.choices[reader.name].sparse:
+    if (tensors & nonfinite or plan.choices[p.name].sparse
+            or uses[0] in plan.choices[reader.name].sparse):
         return None
     if plan.operand_tiling(reader, reader.operands[uses[0]]) != plan.output_tiling(p) \
-            or tl.payload_axes(plan.output_tiling(reader)):
+            or payload_axes(plan.output_tiling(reader)):
         return None                 # read repartitioned, or into payloads
-    tilings = [plan.operand_tiling(p, o) for o in p.operands]
-    scalar = [k for k, t in enumerate(tilings) if not tl.payload_axes(t)]
-    if len(scalar) != 1:
-        return None
-    f, z = p.operands[scalar[0]], p.operands[1 - scalar[0]]
-    carried = [z.labels[a] for a in tl.payload_axes(tilings[1 - scalar[0]])]
-    out = [p.labels[a] for a in tl.payload_axes(plan.output_tiling(p))]
-    keyed = tl.keyed_axes(tilings[1 - scalar[0]], dag.shapes[z.tensor])
-    if (carried != out or len(set(z.labels)) != len(z.labels) or not keyed
-            or set(p.labels) != set(f.labels) | set(z.labels)):
-        return None                 # Z's payload is not P's as it is laid out
-    return scalar[0]
+    return scalar_factor(dag, p, plan.choices[p.name])
