@@ -71,9 +71,9 @@ DEFAULT_PARAMS = {
     # c_gemm: the C kernels' matrix products with OpenBLAS (3.7-4.8e-10 measured; 3.9e-9
     # before BLAS), c_kernel their strided loop (7.5e-10-1.1e-9), as for duckdb-native;
     # c_sparse as for duckdb-native
-    # c_gemm_rows: se_kernel2_rows (experiments.bench_native matvec: 20k rows x one 767 x 256
-    # matrix, 0.22 s of the statement's 0.37 s beyond scanning and writing the same rows,
-    # where the row-by-row kernel took 0.59 s)
+    # c_gemm_rows: se_kernel2_rows on the matvec case of experiments.bench_native (20k rows
+    # x one 767 x 256 matrix, side by side): 0.22 s of the statement's 0.37 s beyond
+    # scanning and writing the same rows, where the row-by-row kernel took 0.59 s
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=8.5e-10, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9,
                            c_gemm=4.5e-10, c_gemm_rows=2.8e-11),

@@ -432,7 +432,6 @@ rows_chunk(FunctionCallInfo fcinfo, WindowObject win, RowsCache *rc, RowsChunk *
 
 		b0 = datumCopy(b0, false, -1);	/* the fetches of the other rows reuse its slot */
 		arr = get_array_arg(b0, mcxt, &kc->arg[1]);
-
 		b = f8_data(arr, &n, "se_kernel2_rows", "b");
 		if (n < kc->ks.need[1])
 			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
