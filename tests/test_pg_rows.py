@@ -11,6 +11,8 @@ from sparse_einsum import einsum
 from sparse_einsum.api import einsum_session
 from sparse_einsum.backends.pg_copy import insert_rows
 
+psycopg = pytest.importorskip("psycopg")
+
 VECMAT = "mul;sum;1;3,5;0,1;1,3"           # out[k] = sum_m a[m] b[m, k]; a 5, b 5 x 3
 MATMAT = "mul;sum;2;2,3,5;5,0,1;0,1,3"     # out[i, k] = sum_m a[i, m] b[m, k]; a 2 x 5
 ELEMENTWISE = "add;sum;1;5;1;1"            # not a product: row by row
@@ -83,7 +85,8 @@ def test_rows_of_alternating_matrices_and_empty_input(conn):
 def test_rows_reject_short_arrays(conn):
     _table(conn, "a", np.ones((3, 4)), np.zeros((3, 2), dtype=np.int64))
     _table(conn, "b", np.ones((1, 15)), np.zeros((1, 2), dtype=np.int64))
-    with pytest.raises(Exception, match="input a has 4 elements but spec .* reads 5"):
+    with pytest.raises(psycopg.errors.ArraySubscriptError,
+                       match="se_kernel2_rows: input a has 4 elements but spec .* reads 5"):
         _rows(conn, VECMAT)
 
 
