@@ -38,6 +38,8 @@ class CostParams:
     c_load_byte: float = 0.0     # ... and per byte of array payload
     c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
     c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
+    c_gemm_rows: float = 0.0     # ... of keyed rows against a one-tuple operand, where the
+    #                              engine runs a chunk of rows as one product (0: c_gemm)
     c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
     c_statement: float = 0.0     # per statement and per input load: scheduling its jobs
     parallelism: float = 1.0     # tasks running at once: joins, aggregates, kernels and
@@ -69,9 +71,12 @@ DEFAULT_PARAMS = {
     # c_gemm: the C kernels' matrix products with OpenBLAS (3.7-4.8e-10 measured; 3.9e-9
     # before BLAS), c_kernel their strided loop (7.5e-10-1.1e-9), as for duckdb-native;
     # c_sparse as for duckdb-native
+    # c_gemm_rows: se_kernel2_rows on the matvec case of experiments.bench_native (20k rows
+    # x one 767 x 256 matrix, side by side): 0.22 s of the statement's 0.37 s beyond
+    # scanning and writing the same rows, where the row-by-row kernel took 0.59 s
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=8.5e-10, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9,
-                           c_gemm=4.5e-10),
+                           c_gemm=4.5e-10, c_gemm_rows=2.8e-11),
     # `calibrate --backend spark --spark local-cluster[2,1,2048] --scale 0.3`, two runs on
     # this 2-core machine under a load average of 8-9 (other jobs): stable within 20% run to
     # run are c_statement (1.02, 0.91 s: the mean) and the loads (2.4e-5/2.0e-5 per tuple,
@@ -290,6 +295,7 @@ class CostModel:
         # a one-tuple operand joined to a keyed one is bound into the kernel once
         per_tuple = list(bytes_in)
         once = 0.0
+        shared = False        # one operand is one tuple joined to every keyed tuple of the other
         if v.is_binary and v.op == "mul":
             keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
             # measured on DuckDB: rows of a sparse matrix against one 173 MB array, 8 s
@@ -299,9 +305,10 @@ class CostModel:
                 if not keyed[k] and keyed[1 - k]:
                     once += reads * bytes_in[k] * p.c_xfer
                     per_tuple[k] = 0.0
+                    shared = True
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
         c_kernel = 0.0 if self.scales_only(v, choice) else \
-            join * self._kernel_seconds(v, choice, tilings, bytes_in)
+            join * self._kernel_seconds(v, choice, tilings, bytes_in, shared)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if any(tiles[l] < sizes[l] for l in v.agg_labels):
             groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
@@ -334,13 +341,17 @@ class CostModel:
         no more than one a tuple (a tuple is never split between tasks)."""
         return max(min(self.p.parallelism, tuples), 1.0)
 
-    def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float]
-                        ) -> float:
-        """Seconds of the kernel on one joined tuple: the dense loop, or for a product
-        with one sparse operand, its non-zeros times the other operand's own payload
-        (where the engine has such a kernel; else the sparse payload is densified)."""
+    def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float],
+                        shared: bool) -> float:
+        """Seconds of the kernel on one joined tuple: the dense loop (a matrix product of
+        rows against one `shared` tuple at c_gemm_rows where the engine batches them), or
+        for a product with one sparse operand, its non-zeros times the other operand's own
+        payload (where the engine has such a kernel; else the sparse payload is densified)."""
         tiles = dict(choice.tiles)
-        per_flop = self.p.c_gemm if self.p.c_gemm and self.is_product(v, tiles) else self.p.c_kernel
+        per_flop = self.p.c_kernel
+        if self.p.c_gemm and self.is_product(v, tiles):
+            batched = shared and not choice.sparse and self.p.c_gemm_rows
+            per_flop = self.p.c_gemm_rows if batched else self.p.c_gemm
         loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * per_flop
         if not choice.sparse:
             return loop

@@ -162,7 +162,7 @@ def test_weighted_sum(conn, agg_table):
                         "(2.0, ARRAY[3.0])) t(w, v)").fetchone()[0] == [6.0]
 
 
-@pytest.mark.parametrize("old", ["1.0", "1.1"])
+@pytest.mark.parametrize("old", ["1.0", "1.1", "1.2"])
 def test_install_updates_an_older_extension(pg_dsn, old):
     """A database on an older version is updated in place by install_kernels (as by
     .ci/pg_setup.sh)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sparse_einsum.errors import BackendError
 
-KERNELS_VERSION = "1.2"
+KERNELS_VERSION = "1.3"
 EXTENSION = "sparse_einsum_kernels"
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels" / "postgres"
 _INSTALL_HINT = "run sparse-einsum install-kernels --dsn DSN (as a user that may write the PostgreSQL lib dir)"

@@ -69,6 +69,14 @@ class KernelSpec:
         return ";".join(parts)
 
 
+def is_matrix_product(spec: KernelSpec) -> bool:
+    """Whether the kernel multiplies two dense arrays and sums over a dimension both read:
+    a matrix (or vector) product, which the C kernels run with BLAS."""
+    reduced = zip(spec.dims[spec.n_out:], *(s[spec.n_out:] for s in spec.strides))
+    return (spec.op == "mul" and spec.agg == "sum" and spec.arity == 2 and spec.n_out > 0
+            and not any(spec.packed) and any(d > 1 and a and b for d, a, b in reduced))
+
+
 @dataclass(frozen=True)
 class GatherSpec:
     size: int                      # elements of the big tensor

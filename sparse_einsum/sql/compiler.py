@@ -198,6 +198,10 @@ class Compiler:
         elif not any(lists) and not spec.out_dims and not spec.dims:
             columns = {"val": d.scalar_binary(v.op, *values) if v.is_binary
                        else d.scalar_unary(v.op, values[0])}
+        elif (constant is None and self._one_tuple_operand(v, inputs) == 1
+              and not any(rel.sparse for rel in inputs)
+              and (shared := d.shared_matrix_kernel(spec, values))):
+            columns = {"val": shared}
         else:
             columns = {"val": d.kernel(b, spec, values, lists,
                                        None if constant is None else (constant, inputs[constant]),

@@ -159,6 +159,12 @@ class Dialect:
         them; None when the kernel is not such a product or the engine has no such sum."""
         return None
 
+    def shared_matrix_kernel(self, spec: KernelSpec, args: list[str]) -> str | None:
+        """For a matrix product of each row's array `args[0]` with one array `args[1]`
+        joined to every row: SQL that runs the rows as one product (a window function);
+        None where the engine has no such form."""
+        return None
+
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         """SELECT of one row per piece of each value of `table` (alias r): the `kept`
         columns, ``p`` (the piece's position, row-major over spec.new_dims) and ``val``

@@ -6,7 +6,7 @@ through the C kernels, which follow IEEE like NumPy.
 """
 from __future__ import annotations
 
-from ..kernels.spec import GatherSpec
+from ..kernels.spec import GatherSpec, KernelSpec, is_matrix_product
 from .native import NativeDialect, spec_literal
 from .steps import StepBuilder
 
@@ -30,6 +30,13 @@ class PostgresDialect(NativeDialect):
     packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
                         "|| array_agg({val} ORDER BY {pos})")
     kernels = "native C: the sparse_einsum_kernels extension (OpenBLAS for matrix products)"
+
+    def shared_matrix_kernel(self, spec: KernelSpec, args: list[str]) -> str | None:
+        """se_kernel2_rows: the rows against the one matrix in chunks of one BLAS product each
+        (OVER (): no partitioning, so no sort; the rows stream through in their order)."""
+        if not is_matrix_product(spec):
+            return None
+        return f"se_kernel2_rows({spec_literal(spec)}, {args[0]}, {args[1]}) OVER ()"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         cols = ", ".join(kept)

@@ -3,7 +3,9 @@
  *
  * se_kernel1/se_kernel2 interpret a KernelSpec text (sparse_einsum/kernels/spec.py):
  *     OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
- * and se_value1/se_value2 return the one element of a scalar result. A spec that is a
+ * and se_value1/se_value2 return the one element of a scalar result. The window function
+ * se_kernel2_rows(spec, a, b) OVER () is se_kernel2 row by row, but runs the rows that share
+ * one b (a weight matrix joined to every row) as one matrix product, chunk by chunk. A spec that is a
  * matrix product runs as BLAS (../common/se_blas.c: OpenBLAS, one thread per backend);
  * the rest runs the strided loop of ../common/se_kernel.c, shared with the DuckDB extension. An input
  * marked ~ is a packed sparse payload: a product-sum with one runs over its non-zeros
@@ -28,15 +30,17 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
+#include "windowapi.h"
 
 #include "se_kernel.h"
 
 PG_MODULE_MAGIC;
 
-#define SE_KERNELS_VERSION "1.2"
+#define SE_KERNELS_VERSION "1.3"
 #define SE_MAXELEMS ((int64) ((MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / sizeof(double)))
 
 void		_PG_init(void);
@@ -142,10 +146,9 @@ typedef struct ArgCache
 } ArgCache;
 
 static ArrayType *
-get_array_arg(FunctionCallInfo fcinfo, int argno, ArgCache *ac)
+get_array_arg(Datum arg, MemoryContext mcxt, ArgCache *ac)
 {
-	struct varlena *v = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
-	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	struct varlena *v = (struct varlena *) DatumGetPointer(arg);
 	bool		ext = VARATT_IS_EXTERNAL_ONDISK(v);
 	bool		same;
 	ArrayType  *tmp;
@@ -213,10 +216,11 @@ typedef struct KernelCache
 	ArgCache	arg[2];
 } KernelCache;
 
+/* The parsed spec, cached in *slot (allocated in mcxt). */
 static KernelCache *
-kernel_cache(FunctionCallInfo fcinfo, text *spec)
+kernel_cache(KernelCache **slot, MemoryContext mcxt, text *spec)
 {
-	KernelCache *kc = (KernelCache *) fcinfo->flinfo->fn_extra;
+	KernelCache *kc = *slot;
 	const char *s = VARDATA_ANY(spec);
 	int			len = VARSIZE_ANY_EXHDR(spec);
 	se_kspec	ks;
@@ -232,12 +236,12 @@ kernel_cache(FunctionCallInfo fcinfo, text *spec)
 		SPEC_ERROR("kernel", cs, "loop space too large");
 	if (kc == NULL)
 	{
-		kc = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(KernelCache));
-		fcinfo->flinfo->fn_extra = kc;
+		kc = MemoryContextAllocZero(mcxt, sizeof(KernelCache));
+		*slot = kc;
 	}
 	else
 		pfree(kc->spec);
-	kc->spec = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, cs);
+	kc->spec = MemoryContextStrdup(mcxt, cs);
 	kc->speclen = len;
 	kc->ks = ks;
 	kc->is_gemm = se_kspec_gemm(&kc->ks, &kc->gemm);
@@ -271,12 +275,12 @@ unpack_input(const KernelCache *kc, int k, const double *packed, int n, const ch
 	return dense;
 }
 
-/* The kernel of fcinfo's spec on its array arguments, into out (out_size elements). */
-static const KernelCache *
-kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_scalar,
-		   ArrayType **out_array)
+/* The kernel of kc's spec on the arrays args (arity of them, not NULL), into *out_scalar
+ * or a new *out_array; mcxt holds the argument caches. */
+static void
+kernel_run(KernelCache *kc, MemoryContext mcxt, const Datum *args, int arity,
+		   const char *fname, double *out_scalar, ArrayType **out_array)
 {
-	KernelCache *kc = kernel_cache(fcinfo, PG_GETARG_TEXT_PP(0));
 	const se_kspec *ks = &kc->ks;
 	const double *in[2] = {NULL, NULL};
 	ArrayType  *arr[2] = {NULL, NULL};
@@ -293,7 +297,7 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 							   fname, kc->spec, ks->out_size, fname)));
 	for (int k = 0; k < arity; k++)
 	{
-		arr[k] = get_array_arg(fcinfo, k + 1, &kc->arg[k]);
+		arr[k] = get_array_arg(args[k], mcxt, &kc->arg[k]);
 		in[k] = f8_data(arr[k], &len[k], fname, k ? "b" : "a");
 		if (!ks->packed[k] && len[k] < ks->need[k])
 			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -313,7 +317,7 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("%s: input %s of spec \"%s\": %s", fname, s ? "b" : "a",
 									   kc->spec, err)));
-			return kc;
+			return;
 		}
 	}
 	for (int k = 0; k < arity; k++)
@@ -323,7 +327,18 @@ kernel_run(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_sc
 		se_run_kernel(ks, in[0], in[1], od);
 	else if (!se_blas || !se_gemm_blas(&kc->gemm, in[0], in[1], od))
 		se_gemm_run(&kc->gemm, in[0], in[1], od);
-	return kc;
+}
+
+/* kernel_run on the arguments of a call se_kernelN/se_valueN(spec, a[, b]). */
+static void
+kernel_call(FunctionCallInfo fcinfo, int arity, const char *fname, double *out_scalar,
+			ArrayType **out_array)
+{
+	KernelCache *kc = kernel_cache((KernelCache **) &fcinfo->flinfo->fn_extra,
+								   fcinfo->flinfo->fn_mcxt, PG_GETARG_TEXT_PP(0));
+	Datum		args[2] = {PG_GETARG_DATUM(1), arity > 1 ? PG_GETARG_DATUM(2) : (Datum) 0};
+
+	kernel_run(kc, fcinfo->flinfo->fn_mcxt, args, arity, fname, out_scalar, out_array);
 }
 
 #define KERNEL_FUNCS(arity) \
@@ -332,7 +347,7 @@ Datum \
 se_kernel##arity(PG_FUNCTION_ARGS) \
 { \
 	ArrayType  *out; \
-	kernel_run(fcinfo, arity, "se_kernel" #arity, NULL, &out); \
+	kernel_call(fcinfo, arity, "se_kernel" #arity, NULL, &out); \
 	PG_RETURN_ARRAYTYPE_P(out); \
 } \
 PG_FUNCTION_INFO_V1(se_value##arity); \
@@ -340,11 +355,216 @@ Datum \
 se_value##arity(PG_FUNCTION_ARGS) \
 { \
 	double		out; \
-	kernel_run(fcinfo, arity, "se_value" #arity, &out, NULL); \
+	kernel_call(fcinfo, arity, "se_value" #arity, &out, NULL); \
 	PG_RETURN_FLOAT8(out); \
 }
 KERNEL_FUNCS(1)
 KERNEL_FUNCS(2)
+
+/* ---------------------------------------------------------------- batched rows */
+
+/* rows of a chunk: at most SE_CHUNK_ROWS and SE_CHUNK_BYTES of stacked inputs a */
+#define SE_CHUNK_ROWS 1024
+#define SE_CHUNK_BYTES ((Size) 8 << 20)
+
+/* se_kernel2_rows state of the whole call: the spec, and the chunk's inputs and results */
+typedef struct RowsCache
+{
+	KernelCache *kc;
+	int64		capacity;		/* rows the buffers hold */
+	double	   *a;				/* the chunk's inputs a, m x k each, row-major */
+	double	   *c;				/* their results, m x n each, row-major */
+	bool	   *isnull;			/* rows whose a or b is NULL */
+} RowsCache;
+
+/* ... and of the window partition: which rows the results are of */
+typedef struct RowsChunk
+{
+	int64		start;			/* partition position of the chunk's first row */
+	int64		rows;			/* 0: none computed yet */
+} RowsChunk;
+
+/* Whether two datums of b are the same value: one toast pointer, or equal inline bytes. */
+static bool
+same_datum(Datum x, Datum y)
+{
+	struct varlena *u = (struct varlena *) DatumGetPointer(x);
+	struct varlena *v = (struct varlena *) DatumGetPointer(y);
+
+	if (u == v)
+		return true;
+	if (VARATT_IS_EXTERNAL_ONDISK(u) && VARATT_IS_EXTERNAL_ONDISK(v))
+	{
+		struct varatt_external eu, ev;
+
+		VARATT_EXTERNAL_GET_POINTER(eu, u);
+		VARATT_EXTERNAL_GET_POINTER(ev, v);
+		return eu.va_valueid == ev.va_valueid && eu.va_toastrelid == ev.va_toastrelid;
+	}
+	return !VARATT_IS_EXTERNAL(u) && !VARATT_IS_EXTERNAL(v) &&
+		VARSIZE_ANY(u) == VARSIZE_ANY(v) && memcmp(u, v, VARSIZE_ANY(u)) == 0;
+}
+
+/*
+ * Compute the chunk of rows from the current one on: the following rows with the same
+ * spec and the same b (up to the chunk limits), their inputs a stacked into one matrix
+ * and multiplied by b in one product.
+ */
+static void
+rows_chunk(FunctionCallInfo fcinfo, WindowObject win, RowsCache *rc, RowsChunk *ch)
+{
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	KernelCache *kc = rc->kc;
+	const se_gemm *g = &kc->gemm;
+	int64		la = g->m * g->k, lc = g->m * g->n;
+	int64		limit = Max(1, Min(SE_CHUNK_ROWS, (int64) (SE_CHUNK_BYTES / sizeof(double)) / Max(la, 1)));
+	bool		isnull, isout;
+	Datum		b0 = WinGetFuncArgInPartition(win, 2, 0, WINDOW_SEEK_CURRENT, true, &isnull, &isout);
+	bool		bnull = isnull;
+	const double *b = NULL;
+	int64		rows = 0;
+	se_gemm		big;
+
+	if (!bnull)
+	{
+		ArrayType  *arr;
+		int			n;
+
+		b0 = datumCopy(b0, false, -1);	/* the fetches of the other rows reuse its slot */
+		arr = get_array_arg(b0, mcxt, &kc->arg[1]);
+		b = f8_data(arr, &n, "se_kernel2_rows", "b");
+		if (n < kc->ks.need[1])
+			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+							errmsg("se_kernel2_rows: input b has %d elements but spec \"%s\" reads " INT64_FORMAT,
+								   n, kc->spec, kc->ks.need[1])));
+	}
+	if (rc->capacity < limit)
+	{
+		if (rc->a)
+		{
+			pfree(rc->a);
+			pfree(rc->c);
+			pfree(rc->isnull);
+		}
+		rc->a = MemoryContextAlloc(mcxt, sizeof(double) * Max(limit * la, 1));
+		rc->c = MemoryContextAlloc(mcxt, sizeof(double) * Max(limit * lc, 1));
+		rc->isnull = MemoryContextAlloc(mcxt, limit);
+		rc->capacity = limit;
+	}
+	for (; rows < limit; rows++)
+	{
+		Datum		d;
+		const double *x;
+		double	   *row = rc->a + rows * la;
+		int			n;
+
+		if (rows > 0)
+		{
+			text	   *spec;
+
+			d = WinGetFuncArgInPartition(win, 0, (int) rows, WINDOW_SEEK_CURRENT, false, &isnull, &isout);
+			if (isout)
+				break;
+			spec = DatumGetTextPP(d);
+			if (isnull || VARSIZE_ANY_EXHDR(spec) != kc->speclen ||
+				memcmp(VARDATA_ANY(spec), kc->spec, kc->speclen) != 0)
+				break;
+			d = WinGetFuncArgInPartition(win, 2, (int) rows, WINDOW_SEEK_CURRENT, false, &isnull, &isout);
+			if (isnull != bnull || (!bnull && !same_datum(d, b0)))
+				break;
+		}
+		d = WinGetFuncArgInPartition(win, 1, (int) rows, WINDOW_SEEK_CURRENT, false, &isnull, &isout);
+		rc->isnull[rows] = isnull || bnull;
+		if (rc->isnull[rows])
+		{
+			memset(row, 0, sizeof(double) * la);
+			continue;
+		}
+		x = f8_data(DatumGetArrayTypeP(d), &n, "se_kernel2_rows", "a");
+		if (n < kc->ks.need[0])
+			ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+							errmsg("se_kernel2_rows: input a has %d elements but spec \"%s\" reads " INT64_FORMAT,
+								   n, kc->spec, kc->ks.need[0])));
+		if (g->m == 1 && g->a_k == 1)
+			memcpy(row, x, sizeof(double) * la);
+		else
+			for (int64 i = 0; i < g->m; i++)
+				for (int64 k = 0; k < g->k; k++)
+					row[i * g->k + k] = x[i * g->a_m + k * g->a_k];
+		CHECK_FOR_INTERRUPTS();
+	}
+	ch->rows = rows;
+	if (bnull)
+		return;
+	/* the rows as one product: (rows m) x k times b, into (rows m) x n */
+	big = (se_gemm) {.batch = 1, .m = rows * g->m, .n = g->n, .k = g->k, .a_m = g->k, .a_k = 1,
+		.b_k = g->b_k, .b_n = g->b_n, .c_m = g->n, .c_n = 1};
+	if (!se_blas || !se_gemm_blas(&big, rc->a, b, rc->c))
+		se_gemm_run(&big, rc->a, b, rc->c);
+}
+
+/*
+ * se_kernel2_rows(spec text, a float8[], b float8[]) OVER (): se_kernel2(spec, a, b) of
+ * each row. Where the spec is one matrix product on dense payloads, rows that share b
+ * are computed chunk by chunk as one product (BLAS reads b once a chunk, not once a row);
+ * other specs run row by row.
+ */
+PG_FUNCTION_INFO_V1(se_kernel2_rows);
+Datum
+se_kernel2_rows(PG_FUNCTION_ARGS)
+{
+	WindowObject win = PG_WINDOW_OBJECT();
+	RowsCache  *rc = (RowsCache *) fcinfo->flinfo->fn_extra;
+	RowsChunk  *ch = (RowsChunk *) WinGetPartitionLocalMemory(win, sizeof(RowsChunk));
+	int64		pos = WinGetCurrentPosition(win);
+	bool		isnull;
+	Datum		spec = WinGetFuncArgCurrent(win, 0, &isnull);
+	const se_gemm *g;
+	int64		r;
+	double	   *od;
+	ArrayType  *out;
+
+	if (isnull)
+		PG_RETURN_NULL();
+	if (rc == NULL)
+		rc = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+															   sizeof(RowsCache));
+	kernel_cache(&rc->kc, fcinfo->flinfo->fn_mcxt, DatumGetTextPP(spec));
+	if (rc->kc->ks.arity != 2)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("se_kernel2_rows: spec \"%s\" is for %d input(s), se_kernel2_rows takes 2",
+							   rc->kc->spec, rc->kc->ks.arity)));
+	if (!rc->kc->is_gemm || rc->kc->gemm.batch != 1 || rc->kc->ks.packed[0] || rc->kc->ks.packed[1])
+	{
+		Datum		args[2];
+
+		args[0] = WinGetFuncArgCurrent(win, 1, &isnull);
+		if (isnull)
+			PG_RETURN_NULL();
+		args[1] = WinGetFuncArgCurrent(win, 2, &isnull);
+		if (isnull)
+			PG_RETURN_NULL();
+		kernel_run(rc->kc, fcinfo->flinfo->fn_mcxt, args, 2, "se_kernel2_rows", NULL, &out);
+		PG_RETURN_ARRAYTYPE_P(out);
+	}
+	if (ch->rows == 0 || pos < ch->start || pos >= ch->start + ch->rows)
+	{
+		ch->start = pos;
+		rows_chunk(fcinfo, win, rc, ch);
+	}
+	r = pos - ch->start;
+	if (rc->isnull[r])
+		PG_RETURN_NULL();
+	g = &rc->kc->gemm;
+	out = new_f8_array(rc->kc->ks.out_size, &od);
+	if (od && (g->m == 1 || g->c_m == g->n) && (g->n == 1 || g->c_n == 1))
+		memcpy(od, rc->c + r * g->m * g->n, sizeof(double) * g->m * g->n);
+	else if (od)
+		for (int64 i = 0; i < g->m; i++)
+			for (int64 j = 0; j < g->n; j++)
+				od[i * g->c_m + j * g->c_n] = rc->c[(r * g->m + i) * g->n + j];
+	PG_RETURN_ARRAYTYPE_P(out);
+}
 
 PG_FUNCTION_INFO_V1(se_kernels_version);
 Datum
