@@ -37,6 +37,8 @@ class CostParams:
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
     c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
+    c_nnz: float = 0.0           # per non-zero a sparse x dense product visits: its index
+    #                              and a fetch of the other operand's row, whatever its width
     c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
     c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
     c_statement: float = 0.0     # per statement and per input load: scheduling its jobs
@@ -317,8 +319,9 @@ class CostModel:
     def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float]
                         ) -> float:
         """Seconds of the kernel on one joined tuple: the dense loop, or for a product
-        with one sparse operand, its non-zeros times the other operand's own payload
-        (where the engine has such a kernel; else the sparse payload is densified)."""
+        with one sparse operand, its non-zeros, each visited once and times the other
+        operand's own payload (where the engine has such a kernel; else the sparse payload
+        is densified)."""
         tiles = dict(choice.tiles)
         per_flop = self.p.c_gemm if self.p.c_gemm and self.is_product(v, tiles) else self.p.c_kernel
         loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * per_flop
@@ -329,7 +332,7 @@ class CostModel:
             (s,) = choice.sparse
             other = prod(tiles[l] for l in v.all_labels
                          if l not in v.operands[s].labels and tiles[l] > 1)
-            return 2 * bytes_in[s] / 16.0 * other * self.p.c_sparse
+            return bytes_in[s] / 16.0 * (2 * other * self.p.c_sparse + self.p.c_nnz)
         return loop + densify
 
     @staticmethod
