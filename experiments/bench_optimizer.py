@@ -11,8 +11,8 @@ the memory cap), each decomposition once (``rank:1 = greedy``: the same plan). I
 checks their results agree, and prints estimated cost beside measured time (median
 time of ``session.run``: input loading included, as in the cost model; plans are run
 round-robin), the Spearman rank correlation, and whether rank 1 was the fastest; both
-also counting as the same time two plans whose medians differ by less than the
-run-to-run noise (`same_time`). Then
+also counting as agreeing with the estimate two plans whose medians differ by less
+than the run-to-run noise (`same_time`). Then
 it times what a user waits for before a run, Session + statistics + optimisation (top 3),
 at the size of the Amazon-Computers graph.
 
@@ -74,7 +74,7 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report)
     costs, medians = [r[1] for r in rows], [r[2] for r in rows]
     rho = spearmanr(costs, medians).statistic
     same = [[same_time(a, b, repeats) for b in rows] for a in rows]
-    rho_ties = spearmanr(costs, tied_ranks(medians, same)).statistic
+    rho_ties = spearmanr(costs, tied_ranks(medians, same, costs)).statistic
     # the issue's criterion: rank 1 against ranks 2-3, relational and dense (greedy shown only)
     compared = [k for k, r in enumerate(rows) if r[0] != "greedy"]
     fastest = min(compared, key=lambda k: medians[k])
@@ -82,7 +82,7 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report)
     ties = [f"{rows[a][0]} ~ {rows[b][0]}" for a in range(len(rows)) for b in range(a + 1, len(rows))
             if same[a][b]]
     say(f"  Spearman rank correlation {rho:.2f} ({rho_ties:.2f} with plans the same time within "
-        f"noise tied); rank 1 {'IS' if fastest == 0 else 'is NOT'} the fastest of top 3 + "
+        f"noise in the estimate's order); rank 1 {'IS' if fastest == 0 else 'is NOT'} the fastest of top 3 + "
         f"relational + dense ({first[2]:.3f} s vs best {rows[fastest][2]:.3f} s by "
         f"{rows[fastest][0]}{', within noise' if fastest and same[0][fastest] else ''})")
     say(f"  the same time within noise: {', '.join(ties) or 'none'}")
@@ -104,19 +104,19 @@ def same_time(a: tuple, b: tuple, repeats: int) -> bool:
     return abs(a[2] - b[2]) <= 2 * error
 
 
-def tied_ranks(values: list[float], same: list[list[bool]]) -> list[float]:
-    """Ranks of `values`, plans linked by `same` (directly or through others) sharing
-    their mean rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    rank = {k: float(r) for r, k in enumerate(order, 1)}
+def tied_ranks(values: list[float], same: list[list[bool]], costs: list[float]) -> list[int]:
+    """Ranks of the measured `values` where plans the same time within noise (linked by
+    `same`, directly or through others) count as agreeing with the estimate: groups by
+    their fastest member, in a group by estimated cost."""
     group = list(range(len(values)))
     for a in range(len(values)):
         for b in range(len(values)):
             if same[a][b]:
                 old, new = group[b], group[a]
                 group = [new if g == old else g for g in group]
-    return [statistics.mean(rank[j] for j in range(len(values)) if group[j] == group[k])
-            for k in range(len(values))]
+    fastest = {g: min(v for v, h in zip(values, group) if h == g) for g in group}
+    order = sorted(range(len(values)), key=lambda k: (fastest[group[k]], costs[k]))
+    return [order.index(k) + 1 for k in range(len(values))]
 
 
 def timing(dataset: str, d_k: int, repeats: int, db, say: Report) -> None:

@@ -232,22 +232,26 @@ def load_constants(db, scale: float, rng: np.random.Generator, repeats: int,
     cases = [(sparse, (0, 1)), (rng.normal(size=n), (0,)),
              (rng.normal(size=(int(1000 * scale) + 1, 4096)), (0,)),
              (rng.normal(size=(512, 2048)), ())]
-    features, seconds = [], []
-    for k, (array, axes) in enumerate(cases):
-        rel = TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
-                            tiling=promotion(array.shape, axes),
-                            labels=tuple(f"k{a}" for a in range(array.ndim)))
-        times = []
-        for _ in range(repeats + 1):        # the first run warms up
+    rels = [TableRelation(table=f"se_calibrate_load{k}", tensor="T", shape=array.shape,
+                          tiling=promotion(array.shape, axes),
+                          labels=tuple(f"k{a}" for a in range(array.ndim)))
+            for k, (array, axes) in enumerate(cases)]
+    times: list[list[float]] = [[] for _ in cases]
+    tuples = [0] * len(cases)
+    for _ in range(repeats + 1):        # the cases in turn; the first round warms up
+        for k, ((array, _axes), rel) in enumerate(zip(cases, rels)):
             start = time.perf_counter()
             blocks = decompose(array, rel.tiling)
             db.load(rel, blocks)
-            times.append(time.perf_counter() - start)
+            times[k].append(time.perf_counter() - start)
             db.drop(rel)
+            tuples[k] = len(blocks)
+    features, seconds = [], []
+    for (array, axes), count, case_times in zip(cases, tuples, times):
         width = prod(s for a, s in enumerate(array.shape) if a not in axes)
         payload = 8.0 * width if len(axes) < array.ndim else 0.0
-        features.append([len(blocks), len(blocks) * payload] + [1.0] * fixed)
-        seconds.append(best(times))
+        features.append([count, count * payload] + [1.0] * fixed)
+        seconds.append(best(case_times))
     measured = np.array(seconds)
     solution, _ = nnls(np.array(features) / measured[:, None], np.ones(len(seconds)))
     return max(float(solution[0]), 1e-12), max(float(solution[1]), 1e-15)
