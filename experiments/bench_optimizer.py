@@ -79,11 +79,11 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report)
     compared = [k for k, r in enumerate(rows) if r[0] != "greedy"]
     fastest = min(compared, key=lambda k: medians[k])
     first = rows[0]
-    ties = [f"{rows[a][0]} ~ {rows[b][0]}" for a in range(len(rows)) for b in range(a + 1, len(rows))
-            if same[a][b]]
+    ties = [f"{rows[a][0]} ~ {rows[b][0]}" for a in range(len(rows))
+            for b in range(a + 1, len(rows)) if same[a][b]]
     say(f"  Spearman rank correlation {rho:.2f} ({rho_ties:.2f} with plans the same time within "
-        f"noise in the estimate's order); rank 1 {'IS' if fastest == 0 else 'is NOT'} the fastest of top 3 + "
-        f"relational + dense ({first[2]:.3f} s vs best {rows[fastest][2]:.3f} s by "
+        f"noise in the estimate's order); rank 1 {'IS' if fastest == 0 else 'is NOT'} the "
+        f"fastest of top 3 + relational + dense ({first[2]:.3f} s vs best {rows[fastest][2]:.3f} s by "
         f"{rows[fastest][0]}{', within noise' if fastest and same[0][fastest] else ''})")
     say(f"  the same time within noise: {', '.join(ties) or 'none'}")
     return {"program": program, "rho": rho, "rho_ties": rho_ties, "first_is_fastest": fastest == 0,

@@ -7,7 +7,7 @@ back to (duckdb); PostgreSQL with its C extension.
 C_gemm comes from timing the kernels' own dense matrix products (seconds per flop; BLAS
 where the engine's kernels have it), C_kernel from a kernel of the same shape that is no
 product (the strided loop every other kernel runs), C_sparse and C_nnz from their sparse
-x dense products at two widths (per flop, and per non-zero visited: the C kernel over
+x dense products at three widths (per flop, and per non-zero visited: the C kernel over
 packed payloads on the native paths, scipy's on the UDF path), the two load constants
 from timing array inputs loaded into the engine. The cost of a plan is linear in the
 remaining constants (C_xfer, C_fixed, C_add, C_group; on Spark also C_shuffle and
@@ -129,7 +129,8 @@ def sparse_constants(db, repeats: int = 5) -> tuple[float, float]:
 
 def _scipy_sparse_seconds(repeats: int, rng: np.random.Generator, width: int,
                           n: int = 20_000) -> tuple[float, int]:
-    """Median seconds of scipy's CSR x dense product, and the non-zeros it visits."""
+    """Best seconds (see `best`) of scipy's CSR x dense product, and the non-zeros it
+    visits."""
     a = sp.random(n, n, density=25 / n, format="csr", random_state=rng)
     b = rng.normal(size=(n, width))
     times = []
@@ -191,8 +192,8 @@ def best(times: list[float]) -> float:
 
 def _statement_seconds(db, create: str, inputs: dict[TableRelation, Blocks], repeats: int
                        ) -> float:
-    """Best seconds (see `best`) of `create` (making se_cal_out) on the loaded `inputs`, after a
-    warm-up run; the tables are dropped after."""
+    """Best seconds (see `best`) of `create` (making se_cal_out) on the loaded `inputs`,
+    after a warm-up run; the tables are dropped after."""
     times = []
     try:
         for rel, blocks in inputs.items():
