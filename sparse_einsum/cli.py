@@ -306,7 +306,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         for row in path["fit"]:
             print(f"  {row['plan']:<28} {row['measured_s']:>10.4f} {row['predicted_s']:>11.4f}")
         for key, value in path["constants"].items():
-            print(f"  {key:<13} {value:.3g}")
+            print(f"  {key:<13} {value:.3g}" + ("  (kept: not identified by the timings)"
+                                               if key in path["kept"] else ""))
         print(f"constants for {path['dialect']} written to {path['stored_in']}", file=sys.stderr)
     return 0
 

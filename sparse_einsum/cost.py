@@ -37,6 +37,8 @@ class CostParams:
     c_load_tuple: float = 0.0    # loading an array input from Python: per tuple
     c_load_byte: float = 0.0     # ... and per byte of array payload
     c_sparse: float = 0.0        # per flop of a sparse x dense product (0: densified)
+    c_nnz: float = 0.0           # per non-zero a sparse x dense product visits: its index
+    #                              and a fetch of the other operand's row, whatever its width
     c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
     c_gemm_rows: float = 0.0     # ... of keyed rows against a one-tuple operand, where the
     #                              engine runs a chunk of rows as one product (0: c_gemm)
@@ -60,14 +62,16 @@ DEFAULT_PARAMS = {
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    # the sparse_einsum extension (calibrate --scale 0.3, on a machine shared with other jobs);
-    # c_sparse: its kernel over packed payloads (calibrate.sparse_seconds_per_flop, median of
-    # 3; scipy 3.4e-9 alongside); c_gemm: its matrix products with OpenBLAS and c_kernel its
-    # strided loop (calibrate.kernel_seconds_per_flop, medians of 5, three runs: 0.9-2.3e-10
-    # and 1.2-2.0e-9; 2.5e-10 for the products before BLAS, four rows at a time)
-    "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=1.5e-9, c_fixed=3.7e-8, c_add=2.6e-8,
-                                c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
-                                c_sparse=2.8e-9, c_gemm=1.9e-10),
+    # the sparse_einsum extension: `sparse-einsum calibrate`, medians of three runs on this
+    # 2-core machine shared with other jobs (load average 3-4), each constant within 13%
+    # run to run (c_load_byte 28%): the kernels (c_kernel its strided loop, c_gemm its
+    # OpenBLAS products, c_sparse and c_nnz its kernel over packed payloads) and the loads.
+    # c_xfer, c_fixed, c_add and c_group: the timed plans cannot tell them from these
+    # values (calibrate keeps them), from calibrate --scale 0.3 and c_group from timing
+    # one stack into 2708 row arrays against one array
+    "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=1.9e-10, c_fixed=3.7e-8, c_add=2.6e-8,
+                                c_group=3.5e-5, c_load_tuple=1.2e-8, c_load_byte=2.7e-10,
+                                c_sparse=3.4e-10, c_nnz=1.5e-8, c_gemm=3.8e-11),
     # c_gemm: the C kernels' matrix products with OpenBLAS (3.7-4.8e-10 measured; 3.9e-9
     # before BLAS), c_kernel their strided loop (7.5e-10-1.1e-9), as for duckdb-native;
     # c_sparse as for duckdb-native
@@ -345,8 +349,9 @@ class CostModel:
                         shared: bool) -> float:
         """Seconds of the kernel on one joined tuple: the dense loop (a matrix product of
         rows against one `shared` tuple at c_gemm_rows where the engine batches them), or
-        for a product with one sparse operand, its non-zeros times the other operand's own
-        payload (where the engine has such a kernel; else the sparse payload is densified)."""
+        for a product with one sparse operand, its non-zeros, each visited once and times
+        the other operand's own payload (where the engine has such a kernel; else the
+        sparse payload is densified)."""
         tiles = dict(choice.tiles)
         per_flop = self.p.c_kernel
         if self.p.c_gemm and self.is_product(v, tiles):
@@ -360,7 +365,7 @@ class CostModel:
             (s,) = choice.sparse
             other = prod(tiles[l] for l in v.all_labels
                          if l not in v.operands[s].labels and tiles[l] > 1)
-            return 2 * bytes_in[s] / 16.0 * other * self.p.c_sparse
+            return bytes_in[s] / 16.0 * (2 * other * self.p.c_sparse + self.p.c_nnz)
         return loop + densify
 
     @staticmethod

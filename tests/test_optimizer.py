@@ -354,3 +354,21 @@ def test_unspillable_states_are_bounded_by_the_engines_memory_not_the_cap_per_tu
         assert session.optimizer().model.cap <= 256 << 20
     with einsum_session("ij,jf->if", a, h, backend=duck, memory_cap=1e6) as session:
         assert session.optimizer().model.state_cap == 1e6
+
+
+def test_a_sparse_kernel_pays_per_non_zero_it_visits():
+    """~A[i,j] * H[j,F/b]: each tile of H's columns visits all of A's non-zeros once, so
+    the kernels cost nnz x (2 x 64 x c_sparse + tiles x c_nnz) in all: the same flops
+    whatever the tiles, and a visit per non-zero and tile."""
+    a = sp.random(300, 200, density=0.05, format="csr", random_state=3)
+    h = np.random.default_rng(0).normal(size=(200, 64))
+    params = CostParams(c_xfer=0.0, c_kernel=0.0, c_fixed=0.0, c_add=0.0, c_sparse=1e-9,
+                        c_nnz=3e-8)
+    session = einsum_session("ij,jf->if", a, h, backend=None, dialect=DuckDBDialect(),
+                             params=params)
+    ctx, v = session.optimizer(), session.dag.vertices[0]
+    for tile in (64, 16):
+        choice = Choice.of({"i": 300, "j": 200, "f": tile}, [0])
+        assert ctx.model.sparse_driven(v, choice)
+        cost = ctx.model.vertex(v, choice)
+        assert cost.kernel == pytest.approx(a.nnz * (2 * 64 * 1e-9 + 64 // tile * 3e-8))
