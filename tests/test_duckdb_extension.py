@@ -223,6 +223,28 @@ def test_take_and_stack_round_trip(con):
                        ).fetchall() == [([2.0, 0.0, 5.0],)]
 
 
+def test_split_gives_every_piece_that_take_gives(con):
+    """se_split's pieces in position order are se_take's (NULL when all +0.0; -0.0 kept),
+    row by row, with NULL arrays NULL and pieces of other rows in the same chunk apart."""
+    rng = np.random.default_rng(5)
+    spec = "24;2,2;12,3;2,3;6,1"                     # 2x2 blocks of 2x3
+    arrays = [rng.uniform(-1, 1, 24) for _ in range(3000)]
+    arrays[1][12:15] = arrays[1][18:21] = 0.0        # its position 2 is all zeros
+    arrays[2][:] = 0.0
+    arrays[2][3] = -0.0
+    con.execute("CREATE TABLE t_split AS SELECT unnest(range(3001)) AS k, "
+                "unnest(?::DOUBLE[][]) AS v", [[a.tolist() for a in arrays] + [None]])
+    split = dict(con.execute(f"SELECT k, se_split('{spec}', v) FROM t_split").fetchall())
+    take = con.execute(f"SELECT k, p, se_take('{spec}', v, p) FROM t_split, range(4) g(p) "
+                       "WHERE k < 3000").fetchall()
+    assert split[3000] is None
+    assert all(split[k][p] == v for k, p, v in take)
+    assert split[1][2] is None and split[2] == [None, [-0.0, 0.0, 0.0, 0.0, 0.0, 0.0], None, None]
+    assert np.signbit(split[2][1][0])
+    with pytest.raises(duckdb.Error, match="SIZE 24"):
+        con.execute(f"SELECT se_split('{spec}', [1.0])").fetchall()
+
+
 # ---------------------------------------------------------------- the backend
 
 def test_a_connection_without_unsigned_extensions_falls_back(recwarn):

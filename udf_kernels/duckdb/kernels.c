@@ -4,6 +4,8 @@
  *   se_kernel1(spec, a), se_kernel2(spec, a, b)   DOUBLE[] result
  *   se_value1(spec, a),  se_value2(spec, a, b)    the one element of the result, as DOUBLE
  *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all +0.0
+ *   se_split(gspec, a)                            every sub-tensor, in position order, as
+ *                                                 DOUBLE[][] (NULL pieces when all +0.0)
  *   se_densify(packed, size), se_sparsify(v)      a packed sparse payload as a dense one
  *                                                 of size elements, and back
  *
@@ -570,6 +572,103 @@ take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector 
 	}
 }
 
+/* ---------------------------------------------------------------- se_split */
+
+/*
+ * Every sub-tensor of each array, in position order, as one DOUBLE[][] (an all +0.0 piece
+ * is NULL): unnested with generate_subscripts, one array explodes into its pieces without
+ * the per-chunk copies of the array that se_take over a cross join with range() costs.
+ */
+static void
+split_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	duckdb_vector pieces = duckdb_list_vector_get_child(output);
+	se_arg		a;
+	char		err[SE_ERRLEN];
+
+	se_arg_init(&a, input, 1, true);
+	for (idx_t row = 0; row < n;)
+	{
+		const char *text;
+		uint32_t	len;
+		idx_t		end = spec_run(input, row, n, &text, &len);
+		se_gspec	g;
+		int64_t    *suboff;
+
+		if (text == NULL)
+		{
+			set_null(output, row);
+			((duckdb_list_entry *) duckdb_vector_get_data(output))[row].length = 0;
+			row = end;
+			continue;
+		}
+		if (!se_parse_gspec(text, len, &g, err))
+			FAIL(info, "se_split: invalid gather spec \"%.*s\": %s", (int) len, text, err);
+		suboff = (int64_t *) malloc(sizeof(int64_t) * (size_t) (g.sub_size > 0 ? g.sub_size : 1));
+		if (suboff == NULL)
+			FAIL(info, "se_split: out of memory");
+		se_gspec_suboffsets(&g, suboff);
+		for (idx_t r = row; r < end; r++)
+		{
+			duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+			duckdb_list_entry *inner;
+			const double *x;
+			int64_t		xlen;
+			bool		bad = false;
+			idx_t		first = duckdb_list_vector_get_size(output), base, pos;
+			double	   *data;
+
+			entries[r].offset = first;
+			entries[r].length = 0;
+			if (!se_arg_row(&a, r, &x, &xlen, &bad))
+			{
+				set_null(output, r);
+				continue;
+			}
+			if (bad || xlen != g.size)
+			{
+				free(suboff);
+				if (bad)
+					FAIL(info, "se_split: a contains NULL elements");
+				FAIL(info, "se_split: a has %lld elements but spec \"%.*s\" has SIZE %lld",
+								(long long) xlen, (int) len, text, (long long) g.size);
+			}
+			if (duckdb_list_vector_reserve(output, first + (idx_t) g.positions) == DuckDBError ||
+				(data = se_list_reserve(pieces, (idx_t) g.size, &base)) == NULL)
+			{
+				free(suboff);
+				FAIL(info, "se_split: out of memory for %lld pieces", (long long) g.positions);
+			}
+			inner = (duckdb_list_entry *) duckdb_vector_get_data(pieces);
+			pos = base;
+			for (int64_t p = 0; p < g.positions; p++)
+			{
+				const double *from = x + se_gspec_base(&g, p);
+				double	   *o = data + (pos - base);
+				bool		nonzero = false;
+
+				for (int64_t e = 0; e < g.sub_size; e++)
+				{
+					o[e] = from[suboff[e]];
+					nonzero |= se_stored(o[e]);
+				}
+				inner[first + p].offset = pos;
+				inner[first + p].length = nonzero ? (idx_t) g.sub_size : 0;
+				if (nonzero)
+					pos += (idx_t) g.sub_size;
+				else
+					set_null(pieces, first + p);
+			}
+			se_list_done(pieces, pos);
+			duckdb_list_vector_set_size(output, first + (idx_t) g.positions);
+			entries[r].length = (idx_t) g.positions;
+		}
+		free(suboff);
+		row = end;
+	}
+}
+
 /* ---------------------------------------------------------------- se_densify / se_sparsify */
 
 /* Row `row` of a DOUBLE[] argument: false for NULL (the output row set NULL); *bad when
@@ -749,7 +848,7 @@ se_register_kernels(duckdb_connection con)
 		duckdb_destroy_scalar_function_set(&set);
 	}
 	{
-		duckdb_scalar_function f[] = {
+		duckdb_scalar_function f[4] = {
 			new_function("se_take", DUCKDB_TYPE_VARCHAR, one_list, 1, DUCKDB_TYPE_BIGINT, true,
 						 take_function, NULL),
 			new_function("se_densify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_BIGINT, true,
@@ -757,6 +856,13 @@ se_register_kernels(duckdb_connection con)
 			new_function("se_sparsify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_INVALID, true,
 						 sparsify_function, NULL),
 		};
+		duckdb_logical_type piece = se_type(true), pieces = duckdb_create_list_type(piece);
+
+		f[3] = new_function("se_split", DUCKDB_TYPE_VARCHAR, one_list, 1, DUCKDB_TYPE_INVALID, true,
+							split_function, NULL);
+		duckdb_scalar_function_set_return_type(f[3], pieces);	/* DOUBLE[][] */
+		duckdb_destroy_logical_type(&piece);
+		duckdb_destroy_logical_type(&pieces);
 
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		{
