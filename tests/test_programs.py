@@ -214,8 +214,8 @@ NEGATIVE_ZEROS = """
 
 def test_negative_zeros_survive_every_repartition(backend):
     """A / inf is -0.0 for negative A and 2 / -0.0 is -inf, as in NumPy, whichever way X is
-    stored: split into pieces (se_take, the explode UDF), packed sparse (se_sparsify, the
-    Arrow packer) or read from an input holding -0.0."""
+    stored: split into pieces (se_split, se_take, the explode UDF), packed sparse
+    (se_sparsify, the Arrow packer) or read from an input holding -0.0."""
     a = np.where(rng.random((3, 4, 5)) < 0.5, rng.uniform(-2, -0.5, (3, 4, 5)), 0.0)
     a[0, 0, 1] = -0.0
     data = {"A": a, "c": np.array([np.inf, 2.0, -np.inf, 1.0, np.inf])}

@@ -104,9 +104,9 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     kernels = "native C: the sparse_einsum DuckDB extension"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
-        """Unnest the pieces se_split makes of each array (se_take over a cross join with
-        range() copied the array into every chunk of 2048 pieces: 2.2 s for one array of
-        169,343 x 40)."""
+        """Unnest the pieces se_split makes of each array (one piece a row of a cross join
+        with range() copied the array into every chunk of 2048 pieces: 2.2 s for one array
+        of 169,343 x 40)."""
         pieces = f"se_split({spec_literal(spec)}, r.val)" if spec.sub_dims else "r.val"
         return self.explode_list(pieces, spec.positions, table, kept)
 
