@@ -157,7 +157,7 @@ def test_scalar_arguments_and_results(con):
     ("SELECT se_kernel2('id;sum;1;3;1', [1.0], [1.0])", "is for 1 input"),
     ("SELECT se_value1('id;sum;1;3;1', [1.0, 2.0, 3.0])", "has 3 outputs"),
     ("SELECT se_vsum(v) FROM (VALUES ([1.0]), ([1.0, 2.0])) t(v)", "same length"),
-    ("SELECT se_take('24;2,2;12,3;2,3;6,1', [1.0], 0)", "SIZE 24"),
+    ("SELECT se_split('24;2,2;12,3;2,3;6,1', [1.0])", "SIZE 24"),
     ("SELECT se_stack('4;2;2;2;1', [1.0, 2.0], 5)", "out of range"),
     ("SELECT se_kernel2('mul;sum;1;3,4;~4,1;0,1', [1.0, 2.0, 3.0], [1.0, 1, 1, 1])", "even length"),
     ("SELECT se_kernel2('mul;sum;1;3,4;~4,1;0,1', [12.0, 2.0], [1.0, 1, 1, 1])",
@@ -207,20 +207,44 @@ def test_aggregates_skip_nulls_and_give_null_for_nothing(con):
                        "([3.0, 2.0], NULL)) t(v, w)").fetchall() == [([3.0, 5.0], [2.0, 10.0])]
 
 
-def test_take_and_stack_round_trip(con):
+def test_split_and_stack_round_trip(con):
     big = np.arange(1.0, 25.0).reshape(4, 6)
     big[2:4, 0:3] = 0.0                              # position 2 is all zeros
     spec = "24;2,2;12,3;2,3;6,1"                     # 2x2 blocks of 2x3
-    rows = con.execute(f"SELECT p, se_take('{spec}', ?::DOUBLE[], p) FROM range(4) t(p) ORDER BY p",
-                       [big.ravel().tolist()]).fetchall()
+    rows = con.execute(f"SELECT generate_subscripts(v, 1) - 1, unnest(v) FROM "
+                       f"(SELECT se_split('{spec}', ?::DOUBLE[]) AS v)", [big.ravel().tolist()]
+                       ).fetchall()
+    assert [p for p, _ in rows] == [0, 1, 2, 3]
     for p, v in rows:
         block = big[2 * (p // 2):2 * (p // 2) + 2, 3 * (p % 2):3 * (p % 2) + 3].ravel()
         assert (v is None) if p == 2 else v == block.tolist()
-    got = con.execute(f"SELECT se_stack('{spec}', se_take('{spec}', ?::DOUBLE[], p), p) FROM "
-                      "range(4) t(p)", [big.ravel().tolist()]).fetchall()[0][0]
+    got = con.execute(f"SELECT se_stack('{spec}', v, p) FROM (SELECT generate_subscripts(x, 1) - 1 "
+                      f"AS p, unnest(x) AS v FROM (SELECT se_split('{spec}', ?::DOUBLE[]) AS x))",
+                      [big.ravel().tolist()]).fetchall()[0][0]
     assert got == big.ravel().tolist()
     assert con.execute("SELECT se_stack('3;3;1;;', v, p) FROM (VALUES (2.0, 0), (5.0, 2)) t(v, p)"
                        ).fetchall() == [([2.0, 0.0, 5.0],)]
+
+
+def test_split_gives_every_piece_of_every_row(con):
+    """se_split's pieces of many rows (over several chunks) in position order, NULL when all
+    +0.0 (-0.0 kept), a NULL array NULL."""
+    rng = np.random.default_rng(5)
+    spec = "24;2,2;12,3;2,3;6,1"                     # 2x2 blocks of 2x3 of a 4x6 array
+    arrays = [rng.uniform(-1, 1, 24) for _ in range(3000)]
+    arrays[1][12:15] = arrays[1][18:21] = 0.0        # its position 2 is all zeros
+    arrays[2][:] = 0.0
+    arrays[2][3] = -0.0                              # alone in position 1
+    con.execute("CREATE TABLE t_split AS SELECT unnest(range(3001)) AS k, "
+                "unnest(?::DOUBLE[][]) AS v", [[a.tolist() for a in arrays] + [None]])
+    split = dict(con.execute(f"SELECT k, se_split('{spec}', v) FROM t_split").fetchall())
+    assert split[3000] is None
+    for k, a in enumerate(arrays):
+        blocks = a.reshape(2, 2, 2, 3).transpose(0, 2, 1, 3).reshape(4, 6)
+        assert split[k] == [b.tolist() if (b != 0).any() or np.signbit(b).any() else None
+                            for b in blocks], k
+    assert split[1][2] is None and split[2] == [None, [-0.0, 0.0, 0.0, 0.0, 0.0, 0.0], None, None]
+    assert np.signbit(split[2][1][0])
 
 
 # ---------------------------------------------------------------- the backend

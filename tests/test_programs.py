@@ -214,8 +214,8 @@ NEGATIVE_ZEROS = """
 
 def test_negative_zeros_survive_every_repartition(backend):
     """A / inf is -0.0 for negative A and 2 / -0.0 is -inf, as in NumPy, whichever way X is
-    stored: split into pieces (se_take, the explode UDF), packed sparse (se_sparsify, the
-    Arrow packer) or read from an input holding -0.0."""
+    stored: split into pieces (se_split, se_take, the explode UDF), packed sparse
+    (se_sparsify, the Arrow packer) or read from an input holding -0.0."""
     a = np.where(rng.random((3, 4, 5)) < 0.5, rng.uniform(-2, -0.5, (3, 4, 5)), 0.0)
     a[0, 0, 1] = -0.0
     data = {"A": a, "c": np.array([np.inf, 2.0, -np.inf, 1.0, np.inf])}
@@ -232,3 +232,35 @@ def test_negative_zeros_survive_every_repartition(backend):
             packed += bool(run.plan.choices["X"].sparse)
             np.testing.assert_array_equal(run.outputs["Y"], want, err_msg=spec)
     assert pieces and packed, (pieces, packed)
+
+
+TILE_CUTS = """
+input X[i,j]
+input W[j,k]
+Y[i,k] = X[i,j] * W[j,k]
+Z[i,k] = Y[i,k] * Y[i,k]
+output Z
+"""
+
+
+@pytest.mark.parametrize("have,need", [
+    ({"i": 20, "k": 12}, {"i": 4, "k": 4}),      # demoted axes cut into tiles
+    ({"i": 8, "k": 12}, {"i": 4, "k": 3}),       # padded tiles (20 = 8 + 8 + 4) cut smaller
+    ({"i": 8, "k": 6}, {"i": 1, "k": 2}),        # one axis promoted, one cut
+    ({"i": 4, "k": 12}, {"i": 8, "k": 4}),       # one axis stacked, one cut
+])
+def test_tiles_cut_into_smaller_tiles(backend, have, need):
+    """A repartition to tiles that divide the tiles a tensor has cuts each payload into
+    pieces of those tiles (no scalars in between), padding dropped, zeros as before."""
+    x = sparse((20, 5), 0.5)
+    x[4:8] = 0.0                                  # all-zero pieces
+    data = {"X": x, "W": rng.normal(size=(5, 12))}
+    program = load_program(TILE_CUTS)
+    want = evaluate(program, data)["Z"]
+    with Session(program, data, backend=backend) as session:
+        plan = Plan({"Y": Choice.of({**have, "j": 5}), "Z": Choice.of(need)}, name="cut")
+        steps = session.compile(plan).statements()
+        explode = [s for s in steps if s.label.startswith("explode")]
+        assert [s.target.tiling for s in explode] == [tuple(
+            h if h == n else n if h % n == 0 else 1 for h, n in zip(have.values(), need.values()))]
+        np.testing.assert_allclose(session.run(plan).outputs["Z"], want, rtol=1e-12, atol=1e-15)

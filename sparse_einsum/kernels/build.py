@@ -34,15 +34,18 @@ def vertex_kernel(vertex: Vertex, choice: Choice, op: str | None = None) -> Kern
                       n_out=len(out_loop), strides=tuple(strides), in_sizes=tuple(in_sizes))
 
 
-def take_spec(tiling: Tiling, new: tuple[int, ...]) -> GatherSpec:
-    """Cut sub-payloads out of payloads of `tiling` along the axes `new` (which become keys)."""
+def take_spec(tiling: Tiling, middle: Tiling) -> GatherSpec:
+    """Cut payloads of `tiling` into the sub-payloads of `middle` (tile sizes dividing
+    those of `tiling`): an axis with a smaller tile gets a position dim, of its tiles,
+    and keeps a sub dim of the tile (none when promoted)."""
     payload = payload_axes(tiling)
     strides = dict(zip(payload, row_major_strides([tiling[a] for a in payload])))
-    rest = [a for a in payload if a not in new]
+    new = [a for a in payload if middle[a] < tiling[a]]
+    rest = [a for a in payload if middle[a] > 1]
     return GatherSpec(size=prod(tiling[a] for a in payload),
-                      new_dims=tuple(tiling[a] for a in new),
-                      new_strides=tuple(strides[a] for a in new),
-                      sub_dims=tuple(tiling[a] for a in rest),
+                      new_dims=tuple(tiling[a] // middle[a] for a in new),
+                      new_strides=tuple(strides[a] * middle[a] for a in new),
+                      sub_dims=tuple(middle[a] for a in rest),
                       sub_strides=tuple(strides[a] for a in rest))
 
 

@@ -324,12 +324,12 @@ class Compiler:
         return rel
 
     def _explode(self, rel: TableRelation, middle: Tiling) -> TableRelation:
-        """Split each payload along the axes that become keys; drop +0.0 values and all-zero
-        pieces, and the padding of edge tiles."""
+        """Split each payload along the axes that get keys (or smaller tiles); drop +0.0
+        values and all-zero pieces, and the padding of edge tiles."""
         d, q = self.d, self.d.q
-        new = tuple(a for a in payload_axes(rel.tiling) if middle[a] == 1)
+        new = tuple(a for a in payload_axes(rel.tiling) if middle[a] < rel.tiling[a])
         out = self._new_rel(rel.tensor, middle)
-        spec = take_spec(rel.tiling, new)
+        spec = take_spec(rel.tiling, middle)
         b = StepBuilder(self.prefix, self._kernels)
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
         kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
@@ -339,13 +339,13 @@ class Compiler:
             if a not in new:
                 keys.append(q(out.column(a)))
                 continue
-            k = new.index(a)
-            offset = f"{d.idiv('p', prod(spec.new_dims[k + 1:]))} % {rel.tiling[a]}"
-            if a in rel.keyed:                       # a tile: its key, times the tile size
-                offset = f"{q('t_' + out.column(a))} * {rel.tiling[a]} + {offset}"
+            k, cuts = new.index(a), spec.new_dims[new.index(a)]
+            offset = f"{d.idiv('p', prod(spec.new_dims[k + 1:]))} % {cuts}"
+            if a in rel.keyed:                       # a tile: its key, times its cuts
+                offset = f"{q('t_' + out.column(a))} * {cuts} + {offset}"
             keys.append(f"{offset} AS {q(out.column(a))}")
             if rel.shape[a] % rel.tiling[a]:         # the padding of edge tiles (-0.0 too)
-                where.append(f"{offset} < {rel.shape[a]}")
+                where.append(f"{offset} < {key_range(middle[a], rel.shape[a])}")
         self._add(out, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
                        f"WHERE {' AND '.join(where)}", b,
                   f"explode {self._tiling_label(rel.tensor, middle)}")

@@ -86,8 +86,12 @@ class _DuckDBSQL(Dialect):
         return self.with_missing_zeros(wide, agg, count, expected)
 
     def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
-        """Explode by unnesting the list `pieces` of each value with its positions."""
-        cols = kept + [f"unnest(range({positions})) AS p", f"unnest({pieces}) AS val"]
+        """Explode by unnesting the list `pieces` of each value with its subscripts
+        (unnesting range(positions) alongside took 10x longer on one 6.8M-element list);
+        pieces made by a function are made once, in a subquery."""
+        if pieces != "r.val":
+            table, pieces = f"(SELECT *, {pieces} AS se_pieces FROM {table} AS r)", "r.se_pieces"
+        cols = kept + [f"generate_subscripts({pieces}, 1) - 1 AS p", f"unnest({pieces}) AS val"]
         return f"SELECT {', '.join(cols)} FROM {table} AS r"
 
 
@@ -100,11 +104,11 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     kernels = "native C: the sparse_einsum DuckDB extension"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
-        if not spec.sub_dims:
-            return self.explode_list("r.val", spec.positions, table, kept)
-        cols = kept + ["g.p AS p", f"se_take({spec_literal(spec)}, r.val, g.p) AS val"]
-        return (f"SELECT {', '.join(cols)} FROM {table} AS r "
-                f"CROSS JOIN range({spec.positions}) AS g(p)")
+        """Unnest the pieces se_split makes of each array (one piece a row of a cross join
+        with range() copied the array into every chunk of 2048 pieces: 2.2 s for one array
+        of 169,343 x 40)."""
+        pieces = f"se_split({spec_literal(spec)}, r.val)" if spec.sub_dims else "r.val"
+        return self.explode_list(pieces, spec.positions, table, kept)
 
 
 class DuckDBDialect(_DuckDBSQL, UDFDialect):

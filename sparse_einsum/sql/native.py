@@ -7,6 +7,8 @@ the same names and arguments (udf_kernels/postgres, udf_kernels/duckdb):
     se_vsum/se_vmax/se_vmin(v)          element-wise aggregates
     se_wsum(w, v)                       sum of w * v, never forming w * v
     se_take(gather spec, a, pos)        one piece of an array (NULL when all +0.0)
+                                        (PostgreSQL; DuckDB: se_split(gather spec, a),
+                                        every piece at once)
     se_stack(gather spec, v, pos)       aggregate scattering pieces into an array
     se_densify(packed, size)            a packed sparse payload as a dense array
     se_sparsify(v)                      a dense array packed sparse

@@ -5,7 +5,7 @@
  *   aggregates.c  se_vsum / se_vmax / se_vmin (element-wise over DOUBLE[]), se_wsum
  *                 (sum of scalar * vector), se_stack (scatter sub-tensors, GatherSpec)
  *   kernels.c     se_kernel1 / se_kernel2 (KernelSpec, DOUBLE[] result), se_value1 /
- *                 se_value2 (one-element result as DOUBLE), se_take (GatherSpec),
+ *                 se_value2 (one-element result as DOUBLE), se_split (GatherSpec),
  *                 se_densify / se_sparsify (packed sparse payloads)
  * and se_extension_version() (the build key), se_extension_blas() (the BLAS that runs
  * matrix products, NULL when built without one: the C loops run them).

@@ -1,9 +1,10 @@
 /*
- * Per-tuple kernels (KernelSpec, sparse_einsum/kernels/spec.py) and se_take (GatherSpec).
+ * Per-tuple kernels (KernelSpec, sparse_einsum/kernels/spec.py) and se_split (GatherSpec).
  *
  *   se_kernel1(spec, a), se_kernel2(spec, a, b)   DOUBLE[] result
  *   se_value1(spec, a),  se_value2(spec, a, b)    the one element of the result, as DOUBLE
- *   se_take(gspec, a, pos)                        the sub-tensor at pos; NULL when all +0.0
+ *   se_split(gspec, a)                            every sub-tensor, in position order, as
+ *                                                 DOUBLE[][] (NULL pieces when all +0.0)
  *   se_densify(packed, size), se_sparsify(v)      a packed sparse payload as a dense one
  *                                                 of size elements, and back
  *
@@ -488,15 +489,20 @@ kernel_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vecto
 	}
 }
 
-/* ---------------------------------------------------------------- se_take */
+/* ---------------------------------------------------------------- se_split */
 
+/*
+ * Every sub-tensor of each array, in position order, as one DOUBLE[][] (an all +0.0 piece
+ * is NULL): unnested with generate_subscripts, one array explodes into its pieces without
+ * the copy of the array into every chunk that taking one piece a row of a cross join
+ * with range() cost (2.2 s for one 169,343 x 40 array; 0.1-0.2 s this way).
+ */
 static void
-take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+split_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
 {
 	idx_t		n = duckdb_data_chunk_get_size(input);
+	duckdb_vector pieces = duckdb_list_vector_get_child(output);
 	se_arg		a;
-	const int64_t *pos = (const int64_t *) duckdb_vector_get_data(duckdb_data_chunk_get_vector(input, 2));
-	uint64_t   *pos_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 2));
 	char		err[SE_ERRLEN];
 
 	se_arg_init(&a, input, 1, true);
@@ -504,11 +510,9 @@ take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector 
 	{
 		const char *text;
 		uint32_t	len;
-		idx_t		end = spec_run(input, row, n, &text, &len), base;
+		idx_t		end = spec_run(input, row, n, &text, &len);
 		se_gspec	g;
 		int64_t    *suboff;
-		double	   *data;
-		duckdb_list_entry *entries;
 
 		if (text == NULL)
 		{
@@ -518,54 +522,67 @@ take_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector 
 			continue;
 		}
 		if (!se_parse_gspec(text, len, &g, err))
-			FAIL(info, "se_take: invalid gather spec \"%.*s\": %s", (int) len, text, err);
+			FAIL(info, "se_split: invalid gather spec \"%.*s\": %s", (int) len, text, err);
 		suboff = (int64_t *) malloc(sizeof(int64_t) * (size_t) (g.sub_size > 0 ? g.sub_size : 1));
-		data = se_list_reserve(output, (end - row) * (idx_t) g.sub_size, &base);
-		if (suboff == NULL || data == NULL)
-		{
-			free(suboff);
-			FAIL(info, "se_take: out of memory");
-		}
+		if (suboff == NULL)
+			FAIL(info, "se_split: out of memory");
 		se_gspec_suboffsets(&g, suboff);
-		entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
 		for (idx_t r = row; r < end; r++)
 		{
+			duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+			duckdb_list_entry *inner;
 			const double *x;
 			int64_t		xlen;
-			bool		bad = false, nonzero = false;
-			double	   *o = data + (r - row) * g.sub_size;
+			bool		bad = false;
+			idx_t		first = duckdb_list_vector_get_size(output), base, pos;
+			double	   *data;
 
-			entries[r].offset = base + (r - row) * (idx_t) g.sub_size;
+			entries[r].offset = first;
 			entries[r].length = 0;
-			if (!se_arg_row(&a, r, &x, &xlen, &bad) || (pos_valid && !duckdb_validity_row_is_valid(pos_valid, r)))
+			if (!se_arg_row(&a, r, &x, &xlen, &bad))
 			{
 				set_null(output, r);
 				continue;
 			}
-			if (bad || xlen != g.size || pos[r] < 0 || pos[r] >= g.positions)
+			if (bad || xlen != g.size)
 			{
 				free(suboff);
 				if (bad)
-					FAIL(info, "se_take: a contains NULL elements");
-				if (xlen != g.size)
-					FAIL(info, "se_take: a has %lld elements but spec \"%.*s\" has SIZE %lld",
-									(long long) xlen, (int) len, text, (long long) g.size);
-				FAIL(info, "se_take: position %lld out of range 0..%lld of spec \"%.*s\"",
-								(long long) pos[r], (long long) g.positions - 1, (int) len, text);
+					FAIL(info, "se_split: a contains NULL elements");
+				FAIL(info, "se_split: a has %lld elements but spec \"%.*s\" has SIZE %lld",
+								(long long) xlen, (int) len, text, (long long) g.size);
 			}
-			x += se_gspec_base(&g, pos[r]);
-			for (int64_t e = 0; e < g.sub_size; e++)
+			if (duckdb_list_vector_reserve(output, first + (idx_t) g.positions) == DuckDBError ||
+				(data = se_list_reserve(pieces, (idx_t) g.size, &base)) == NULL)
 			{
-				o[e] = x[suboff[e]];
-				nonzero |= se_stored(o[e]);
+				free(suboff);
+				FAIL(info, "se_split: out of memory for %lld pieces", (long long) g.positions);
 			}
-			if (nonzero)
-				entries[r].length = (idx_t) g.sub_size;
-			else
-				set_null(output, r);
+			inner = (duckdb_list_entry *) duckdb_vector_get_data(pieces);
+			pos = base;
+			for (int64_t p = 0; p < g.positions; p++)
+			{
+				const double *from = x + se_gspec_base(&g, p);
+				double	   *o = data + (pos - base);
+				bool		nonzero = false;
+
+				for (int64_t e = 0; e < g.sub_size; e++)
+				{
+					o[e] = from[suboff[e]];
+					nonzero |= se_stored(o[e]);
+				}
+				inner[first + p].offset = pos;
+				inner[first + p].length = nonzero ? (idx_t) g.sub_size : 0;
+				if (nonzero)
+					pos += (idx_t) g.sub_size;
+				else
+					set_null(pieces, first + p);
+			}
+			se_list_done(pieces, pos);
+			duckdb_list_vector_set_size(output, first + (idx_t) g.positions);
+			entries[r].length = (idx_t) g.positions;
 		}
 		free(suboff);
-		se_list_done(output, base + (end - row) * (idx_t) g.sub_size);
 		row = end;
 	}
 }
@@ -749,14 +766,19 @@ se_register_kernels(duckdb_connection con)
 		duckdb_destroy_scalar_function_set(&set);
 	}
 	{
-		duckdb_scalar_function f[] = {
-			new_function("se_take", DUCKDB_TYPE_VARCHAR, one_list, 1, DUCKDB_TYPE_BIGINT, true,
-						 take_function, NULL),
+		duckdb_scalar_function f[3] = {
 			new_function("se_densify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_BIGINT, true,
 						 densify_function, NULL),
 			new_function("se_sparsify", DUCKDB_TYPE_INVALID, one_list, 1, DUCKDB_TYPE_INVALID, true,
 						 sparsify_function, NULL),
 		};
+		duckdb_logical_type piece = se_type(true), pieces = duckdb_create_list_type(piece);
+
+		f[2] = new_function("se_split", DUCKDB_TYPE_VARCHAR, one_list, 1, DUCKDB_TYPE_INVALID, true,
+							split_function, NULL);
+		duckdb_scalar_function_set_return_type(f[2], pieces);	/* DOUBLE[][] */
+		duckdb_destroy_logical_type(&piece);
+		duckdb_destroy_logical_type(&pieces);
 
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		{
