@@ -386,11 +386,22 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     if combinations > JOINT_LIMIT:
         return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
     found = list(free)
-    for fixed in itertools.product(*outs):
+    # output tilings whose cheapest production alone costs more than the k-th plan found
+    # so far cannot give a better one (costs are not negative): not enumerated; the
+    # cheapest to produce first, so that good plans are found early
+    least = [{out: min(space.local[(v.name, c)] for c in space.options[v.name]
+                       if c.tiling(v.labels) == out) for out in tilings}
+             for v, tilings in zip(shared, outs)]
+    floors = {fixed: sum(least[n][out] for n, out in enumerate(fixed))
+              for fixed in itertools.product(*outs)}
+    for fixed, floor in sorted(floors.items(), key=lambda item: item[1]):
         for prepaid in itertools.product(*loads):
             space.prepaid = frozenset(p for p in prepaid if p is not None)
             paid = {item: space.repartition(item.tensor, None, item.tiling, item.sparse)
                     for item in space.prepaid}
+            best = _best(found, k)
+            if len(best) == k and floor + sum(paid.values()) > best[-1].total:
+                continue
             found += [Partial.make(dict(p.choices), {**p.costs, **paid})
                       for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
     space.prepaid = frozenset()
