@@ -124,6 +124,8 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
     keep = stored(data)
     if not keep.all():
         rows, cols, data = rows[keep], cols[keep], data[keep]
+    if tiling == (1, 1) and min(csr.shape) > 1:     # one tuple per non-zero, in CSR order
+        return Blocks([rows, cols], data)
     grid = _grid(csr.shape, tiling)
     (r0, b0), (r1, b1) = grid
     (row_tile, row_offset), (col_tile, col_offset) = (split_index(rows, b0, csr.shape[0]),
