@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from math import ceil, prod
 from pathlib import Path
 
-from .plan import Choice, scalar_factor
+from .plan import Choice, factor_reader, scalar_factor
 from .program.dag import Dag, Vertex
 from .shuffles import Exchange, row_bytes, vertex_exchanges
 from .stats.propagate import OperandStats, join_skew, operand_stats
@@ -263,14 +263,12 @@ class CostModel:
 
     def scales_only(self, v: Vertex, choice: Choice) -> bool:
         """Whether `v` is a product the compiler passes through with its scalar factor
-        beside the payload (`sql.factor`), running no kernel: streamed into one product
-        summing it, every tensor finite (the reader's own decomposition, which must keep
+        beside the payload (`sql.factor`), running no kernel: read by one product summing
+        it, every tensor finite (the reader's own decomposition, which must keep
         its result scalar, is not known here)."""
-        if v.name not in self.streamed or choice.sparse or \
-                scalar_factor(self.dag, v, choice) is None:
-            return False
-        (reader,) = self.dag.consumers(v.name)
-        return (reader.is_binary and reader.op == "mul" and reader.agg == "sum"
+        reader = factor_reader(self.dag, v)
+        return (reader is not None and not choice.sparse
+                and scalar_factor(self.dag, v, choice) is not None
                 and all(self.stats[o.tensor].finite for o in v.operands + reader.operands
                         if o.tensor != v.name))
 

@@ -52,6 +52,19 @@ class Choice:
         return found
 
 
+def factor_reader(dag: Dag, v: Vertex) -> Vertex | None:
+    """The one statement reading `v`, when it sums a product with `v` (a linear kernel a
+    scalar factor of `v` can move out of, see `sql.factor`); None otherwise."""
+    readers = dag.consumers(v.name)
+    if len(readers) != 1 or v.name in dag.outputs:
+        return None
+    (reader,) = readers
+    uses = sum(o.tensor == v.name for o in reader.operands)
+    if reader.is_binary and reader.op == "mul" and reader.agg == "sum" and uses == 1:
+        return reader
+    return None
+
+
 def scalar_factor(dag: Dag, v: Vertex, choice: Choice) -> int | None:
     """The position of F when vertex `v` = F * Z, under `choice`, only scales Z's payloads
     by scalars: a product without a sum, F's tuples scalars, Z's keyed payloads laid out

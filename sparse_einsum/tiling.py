@@ -79,7 +79,7 @@ def split_index(index: np.ndarray, b: int, n: int) -> tuple[np.ndarray, np.ndarr
     if b >= n:
         return np.zeros_like(index), index
     if b & (b - 1) == 0:
-        return index >> (b.bit_length() - 1), index & (b - 1)
+        return tile_index(index, b), index & (b - 1)
     return np.divmod(index, b)
 
 

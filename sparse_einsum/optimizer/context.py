@@ -38,7 +38,8 @@ class OptimizerContext:
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
               packed_stacks: bool = False, bound_states: bool = False, pipelines: bool = True,
-              constants_once: bool = True, state_cap: float | None = None, stored: dict[str, Tiling] | None = None,
+              constants_once: bool = True, state_cap: float | None = None,
+              stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
               cap_source: str | None = None) -> "OptimizerContext":
         """`bound_states`: array aggregates keep their states where the engine cannot spill
@@ -50,7 +51,8 @@ class OptimizerContext:
         stats = propagate(dag, input_stats)
         cap = memory_cap or default_memory_cap()
         model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
-                          sparse_payloads, max_state_bytes=(state_cap or cap) if bound_states else None,
+                          sparse_payloads,
+                          max_state_bytes=(state_cap or cap) if bound_states else None,
                           packed_stacks=packed_stacks, pipelines=pipelines,
                           constants_once=constants_once)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)

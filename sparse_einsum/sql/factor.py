@@ -11,7 +11,7 @@ a . (s b) differ (inf * (1 - 1) against inf - inf), and NumPy computes the latte
 """
 from __future__ import annotations
 
-from ..plan import Plan, scalar_factor
+from ..plan import Plan, factor_reader, scalar_factor
 from ..program.dag import Dag, Vertex
 from ..tiling import payload_axes
 
@@ -23,24 +23,21 @@ def scalar_factors(dag: Dag, plan: Plan, nonfinite: frozenset[str]) -> dict[str,
     beside a payload (see the module's docstring)."""
     found = {}
     for p in dag.vertices:
-        readers = dag.consumers(p.name)
-        if len(readers) == 1 and p.name not in dag.outputs:
-            factor = _factor(dag, plan, p, readers[0], nonfinite)
-            if factor is not None:
-                found[p.name] = factor
+        reader = factor_reader(dag, p)
+        factor = None if reader is None else _factor(dag, plan, p, reader, nonfinite)
+        if factor is not None:
+            found[p.name] = factor
     return found
 
 
 def _factor(dag: Dag, plan: Plan, p: Vertex, reader: Vertex, nonfinite: frozenset[str]
             ) -> int | None:
-    uses = [k for k, o in enumerate(reader.operands) if o.tensor == p.name]
-    if not (reader.is_binary and reader.op == "mul" and reader.agg == "sum" and len(uses) == 1):
-        return None
+    (use,) = (k for k, o in enumerate(reader.operands) if o.tensor == p.name)
     tensors = {o.tensor for o in p.operands + reader.operands} - {p.name}
     if (tensors & nonfinite or plan.choices[p.name].sparse
-            or uses[0] in plan.choices[reader.name].sparse):
+            or use in plan.choices[reader.name].sparse):
         return None
-    if plan.operand_tiling(reader, reader.operands[uses[0]]) != plan.output_tiling(p) \
+    if plan.operand_tiling(reader, reader.operands[use]) != plan.output_tiling(p) \
             or payload_axes(plan.output_tiling(reader)):
         return None                 # read repartitioned, or into payloads
     return scalar_factor(dag, p, plan.choices[p.name])
