@@ -318,30 +318,36 @@ class SearchSpace:
         """Total cost of a complete choice."""
         return Partial.make(choice, self.items(choice))
 
+    def _operand_plans(self, v: Vertex, n: int, need: Tiling, sparse: bool,
+                       table: dict[str, dict[Tiling, list[Partial]]], k: int) -> list[Partial]:
+        """The k best plans giving `v` its operand `n` in tiling `need` (packed or not)."""
+        operand = v.operands[n]
+        if operand.tensor in self.dag.inputs:
+            return [Partial.make({}, self.input_items(operand.tensor, need, v.name, sparse))]
+        cands = []
+        for have, lst in table[operand.tensor].items():
+            moves = self.move_items(operand.tensor, have, need, v.name, sparse)
+            for part in lst:
+                for item, cost in moves.items():
+                    part = part.plus(item, cost, None, v.name in self.shared)
+                cands.append(part)
+        return _best(cands, k)
+
     def run_dp(self, k: int, fixed: dict[str, Tiling]) -> list[Partial]:
         table: dict[str, dict[Tiling, list[Partial]]] = {}
         for v in self.dag.vertices:
             entries: dict[Tiling, list[Partial]] = {}
+            reads: dict[tuple, list[Partial]] = {}    # an operand's best plans per way of reading it
             for choice in self.options[v.name]:
                 out = choice.tiling(v.labels)
                 if v.name in fixed and fixed[v.name] != out:
                     continue
                 combos = [EMPTY]
                 for n, operand in enumerate(v.operands):
-                    need, sparse = choice.tiling(operand.labels), n in choice.sparse
-                    if operand.tensor in self.dag.inputs:
-                        cands = [Partial.make({}, self.input_items(operand.tensor, need, v.name,
-                                                                   sparse))]
-                    else:
-                        cands = []
-                        for have, lst in table[operand.tensor].items():
-                            moves = self.move_items(operand.tensor, have, need, v.name, sparse)
-                            for part in lst:
-                                for item, cost in moves.items():
-                                    part = part.plus(item, cost, None, v.name in self.shared)
-                                cands.append(part)
-                        cands = _best(cands, k)
-                    combos = _merge_lists(combos, cands, k)
+                    key = (n, choice.tiling(operand.labels), n in choice.sparse)
+                    if key not in reads:
+                        reads[key] = self._operand_plans(v, *key, table, k)
+                    combos = _merge_lists(combos, reads[key], k)
                 own = [c.plus(VertexItem(v.name), self.local[(v.name, choice)],
                               (v.name, choice), v.name in self.shared) for c in combos]
                 entries[out] = _best(entries.get(out, []) + own, k)
@@ -369,7 +375,6 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
     consistent = greedy(space)
-    free = _best(space.run_dp(k, {}) + [consistent], k)
     loads = []
     for t in dag.inputs:
         if t in space.stored or len(dag.consumers(t)) < 2:
@@ -378,21 +383,24 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
                  for c in space.options[v.name] for n, o in enumerate(v.operands) if o.tensor == t}
         # a load that every plan could pay twice at little cost is left to the DP's merges
         if max(space.repartition(i.tensor, None, i.tiling, i.sparse) for i in items) \
-                > JOINT_LOAD_SHARE * free[0].total:
+                > JOINT_LOAD_SHARE * consistent.total:
             loads.append([None] + sorted(items, key=repr))
     combinations = prod(len(o) for o in outs + loads)
-    if combinations == 1:
-        return free
-    if combinations > JOINT_LIMIT:
-        return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
-    found = list(free)
-    # output tilings whose cheapest production alone costs more than the k-th plan found
-    # so far cannot give a better one (costs are not negative): not enumerated; the
-    # cheapest to produce first, so that good plans are found early
+    if combinations == 1 or combinations > JOINT_LIMIT:
+        return _best(space.run_dp(k if combinations == 1 else max(k, 16), {}) + [consistent], k)
+    # the runs with every combination fixed cover every plan the free DP finds
+    found = [consistent]
+    # a plan with the shared vertices' output tilings fixed costs at least their cheapest
+    # production under them plus every other vertex's cheapest choice (costs are not
+    # negative, each vertex is paid once): tilings whose floor exceeds the k-th plan found
+    # so far are not enumerated; the lowest floors first, so that good plans are found early
     least = [{out: min(space.local[(v.name, c)] for c in space.options[v.name]
                        if c.tiling(v.labels) == out) for out in tilings}
              for v, tilings in zip(shared, outs)]
-    floors = {fixed: sum(least[n][out] for n, out in enumerate(fixed))
+    names = {v.name for v in shared}
+    others = sum(min((space.local[(v.name, c)] for c in space.options[v.name]), default=0.0)
+                 for v in dag.vertices if v.name not in names)
+    floors = {fixed: others + sum(least[n][out] for n, out in enumerate(fixed))
               for fixed in itertools.product(*outs)}
     for fixed, floor in sorted(floors.items(), key=lambda item: item[1]):
         for prepaid in itertools.product(*loads):
