@@ -110,6 +110,33 @@ def test_packed_rows_against_a_shared_matrix(con, spec, a, b):
             np.testing.assert_allclose(out, ref_kernel(spec, row, shared), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("out", ["if", "f", "fi"])
+def test_big_packed_products_split_over_threads(con, out):
+    """A packed matrix x dense big enough to split by rows over threads ("if": rows write
+    disjoint parts of the result; "f" sums every row into one, and "fi" interleaves rows:
+    one thread) equals scipy's; a bad offset in a late range is reported."""
+    rng = np.random.default_rng(6)
+    n, f, nnz = 3000, 64, 120_000
+    a = sp.coo_array((rng.normal(size=nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))),
+                     shape=(n, n)).tocsr()
+    h = rng.normal(size=(n, f))
+    a.sort_indices()
+    coo = a.tocoo()
+    payload = np.concatenate([(coo.row.astype(np.int64) * n + coo.col).astype(np.float64), coo.data])
+    # loop dims (i, f, j) or (f, i, j), the first n_out indexing the result
+    spec = {"if": f"mul;sum;2;{n},{f},{n};~{n},0,1;0,1,{f}",
+            "f": f"mul;sum;1;{f},{n},{n};~0,{n},1;1,0,{f}",
+            "fi": f"mul;sum;2;{f},{n},{n};~0,{n},1;1,0,{f}"}[out]
+    got = kernel(con, spec, payload, h.ravel())
+    want = a @ h
+    want = {"if": want.ravel(), "f": want.sum(axis=0), "fi": want.T.ravel()}[out]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)   # sums of up to 120k terms
+    bad = payload.copy()
+    bad[len(payload) // 2 - 5] = float(n * n)
+    with pytest.raises(duckdb.Error, match="offset 9e\\+06 outside a payload"):
+        kernel(con, spec, bad, h.ravel())
+
+
 def test_densify_and_sparsify(con):
     rows = [[0.0, 1.5, 0.0, -2.0], [0.0] * 4, [np.nan, 0.0, np.inf, 0.0]]
     con.execute("CREATE OR REPLACE TEMP TABLE t_dense AS SELECT unnest(?) AS i, "
@@ -224,6 +251,35 @@ def test_split_and_stack_round_trip(con):
     assert got == big.ravel().tolist()
     assert con.execute("SELECT se_stack('3;3;1;;', v, p) FROM (VALUES (2.0, 0), (5.0, 2)) t(v, p)"
                        ).fetchall() == [([2.0, 0.0, 5.0],)]
+
+
+def test_stack_packed_sorts_positions_in_parallel_groups(con):
+    """se_stack_packed packs scalars at positions (positions sorted, then the values, as
+    se_sparsify packs an array), per group over two threads; explicit zeros, -0.0, NaN
+    and inf are kept as given; positions beyond 2^32 sort."""
+    rng = np.random.default_rng(5)
+    n = 50_000
+    g = rng.integers(0, 3, n)
+    pos = rng.choice(1 << 40, n, replace=False)
+    val = rng.uniform(-1, 1, n)
+    val[:4] = [0.0, -0.0, np.nan, np.inf]
+    con.execute("SET threads = 2")
+    con.execute("CREATE OR REPLACE TEMP TABLE t_pack AS SELECT unnest(?) AS g, "
+                "unnest(?::BIGINT[]) AS p, unnest(?::DOUBLE[]) AS v",
+                [g.tolist(), pos.tolist(), val.tolist()])
+    got = dict(con.execute("SELECT g, se_stack_packed(p, v) FROM t_pack GROUP BY g").fetchall())
+    for group in range(3):
+        order = np.argsort(pos[g == group])
+        want = np.concatenate([pos[g == group][order].astype(np.float64), val[g == group][order]])
+        np.testing.assert_array_equal(np.array(got[group]), want)
+        assert np.signbit(np.array(got[group])).sum() == np.signbit(want).sum()
+    assert con.execute("SELECT se_stack_packed(p, v) FROM (VALUES (3, 1.0), (1, 2.0)) t(p, v)"
+                       ).fetchall() == [([1.0, 3.0, 2.0, 1.0],)]
+    assert con.execute("SELECT se_stack_packed(p, v) FROM t_pack WHERE false").fetchall() == [(None,)]
+    for rows, message in [("(1, 1.0), (1, 2.0)", "position 1 appears twice"),
+                          ("(1, NULL)", "val is NULL"), ("(-1, 1.0)", "negative position")]:
+        with pytest.raises(duckdb.Error, match=message):
+            con.execute(f"SELECT se_stack_packed(p, v) FROM (VALUES {rows}) t(p, v)").fetchall()
 
 
 def test_split_gives_every_piece_of_every_row(con):

@@ -34,7 +34,7 @@ HEADERS_VERSION = "2.0.0"       # the duckdb sdist whose C API headers the build
 C_API_VERSION = "v1.2.0"        # what the extension declares (see udf_kernels/duckdb/se_duckdb.h)
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels"
 _HEADERS = ("duckdb.h", "duckdb_extension.h")
-_CFLAGS = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-std=gnu11", "-Wall"]
+_CFLAGS = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-std=gnu11", "-Wall", "-pthread"]
 _MACHINES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 

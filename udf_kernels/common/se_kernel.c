@@ -668,15 +668,20 @@ bool
 se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
 			  double *out, char *err)
 {
-	const int64_t nnz = n / 2;
-
 	if (n % 2)
 		return fail(err, "a packed payload has an even length, not %lld", (long long) n);
 	if (sk->out_size > 0)
 		memset(out, 0, sizeof(double) * sk->out_size);
+	return se_sparse_add(sk, packed, n / 2, 0, n / 2, dense, out, err);
+}
+
+bool
+se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t from, int64_t to,
+			  const double *dense, double *out, char *err)
+{
 	if (sk->empty)
 		return true;
-	for (int64_t e = 0; e < nnz; e++)
+	for (int64_t e = from; e < to; e++)
 	{
 		const double at = packed[e];
 		int64_t		rest, od = 0, oo = 0;
@@ -702,6 +707,20 @@ se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double
 			sparse_free_loop(sk, 0, packed[nnz + e], dense + od, out + oo);
 	}
 	return true;
+}
+
+bool
+se_sparse_rows_disjoint(const se_sparse *sk)
+{
+	int64_t		reach = 0;
+
+	if (sk->nk == 0 || sk->k_ost[0] <= 0)
+		return false;
+	for (int j = 1; j < sk->nk; j++)
+		reach += (sk->k_dim[j] - 1) * (sk->k_ost[j] > 0 ? sk->k_ost[j] : -sk->k_ost[j]);
+	for (int f = 0; f < sk->nf; f++)
+		reach += (sk->f_dim[f] - 1) * (sk->f_ost[f] > 0 ? sk->f_ost[f] : -sk->f_ost[f]);
+	return reach < sk->k_ost[0];
 }
 
 SE_VECTORIZED bool

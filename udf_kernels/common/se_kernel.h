@@ -135,6 +135,15 @@ bool		se_kspec_sparse(const se_kspec *ks, se_sparse *sk);
 bool		se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
 						  double *out, char *err);
 
+/* Adds the products of the packed input's elements [from, to) (of nnz) into out. */
+bool		se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t from,
+						  int64_t to, const double *dense, double *out, char *err);
+
+/* Whether elements with different indices on the packed input's outermost dim write to
+ * disjoint parts of out (each index its own block of k_ost[0] elements): ranges of the
+ * packed input split there may then run at the same time. */
+bool		se_sparse_rows_disjoint(const se_sparse *sk);
+
 /* Whether none of x[0..n) is inf or NaN. */
 bool		se_all_finite(const double *x, int64_t n);
 

@@ -5,6 +5,8 @@
  *   se_wsum(w, v)                        element-wise SUM of w * v, without forming w * v
  *   se_stack(gspec, val, pos)            scatters each sub-tensor val (DOUBLE[] or DOUBLE)
  *                                        to position pos of a zero tensor of SIZE elements
+ *   se_stack_packed(pos, val)            packs scalars val at flat positions pos into a
+ *                                        packed sparse payload (positions sorted, then values)
  *
  * A group's state is one array allocated on its first row (never per row), outside
  * DuckDB's buffer manager: it cannot spill, so the planner bounds groups x state size.
@@ -371,6 +373,193 @@ stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 	}
 }
 
+/* ---------------------------------------------------------------- se_stack_packed */
+
+typedef struct pos_val
+{
+	int64_t		pos;
+	double		val;
+} pos_val;
+
+/* The group's (position, value) pairs in arrival order; sorted at finalize. */
+typedef struct pstate
+{
+	pos_val    *items;
+	int64_t		n;
+	int64_t		cap;
+} pstate;
+
+static idx_t
+pstate_size(duckdb_function_info info)
+{
+	(void) info;
+	return sizeof(pstate);
+}
+
+static void
+pstate_init(duckdb_function_info info, duckdb_aggregate_state state)
+{
+	(void) info;
+	memset(state, 0, sizeof(pstate));
+}
+
+static void
+pstate_destroy(duckdb_aggregate_state *states, idx_t count)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		pstate	   *st = (pstate *) states[i];
+
+		free(st->items);
+		st->items = NULL;
+	}
+}
+
+/* Room for `more` pairs (the capacity doubles: amortised constant per row). */
+static bool
+pstate_reserve(pstate *st, int64_t more)
+{
+	int64_t		cap = st->cap > 0 ? st->cap : 1024;
+	pos_val    *items;
+
+	if (st->n + more <= st->cap)
+		return true;
+	while (cap < st->n + more)
+		cap *= 2;
+	items = (pos_val *) realloc(st->items, sizeof(pos_val) * (size_t) cap);
+	if (items == NULL)
+		return false;
+	st->items = items;
+	st->cap = cap;
+	return true;
+}
+
+static void
+packed_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states)
+{
+	idx_t		n = duckdb_data_chunk_get_size(input);
+	duckdb_vector pos_vec = duckdb_data_chunk_get_vector(input, 0),
+				val_vec = duckdb_data_chunk_get_vector(input, 1);
+	const int64_t *pos = (const int64_t *) duckdb_vector_get_data(pos_vec);
+	const double *val = (const double *) duckdb_vector_get_data(val_vec);
+	uint64_t   *pos_valid = duckdb_vector_get_validity(pos_vec),
+			   *val_valid = duckdb_vector_get_validity(val_vec);
+
+	for (idx_t row = 0; row < n; row++)
+	{
+		pstate	   *st = (pstate *) states[row];
+
+		if ((pos_valid && !duckdb_validity_row_is_valid(pos_valid, row)) ||
+			(val_valid && !duckdb_validity_row_is_valid(val_valid, row)))
+			FAIL(info, "se_stack_packed: %s is NULL",
+				 pos_valid && !duckdb_validity_row_is_valid(pos_valid, row) ? "pos" : "val");
+		if (pos[row] < 0)
+			FAIL(info, "se_stack_packed: negative position %lld", (long long) pos[row]);
+		if (!pstate_reserve(st, 1))
+			FAIL(info, "se_stack_packed: out of memory for %lld values", (long long) st->n + 1);
+		st->items[st->n].pos = pos[row];
+		st->items[st->n].val = val[row];
+		st->n++;
+	}
+}
+
+static void
+packed_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target,
+			   idx_t count)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		pstate	   *s = (pstate *) source[i], *t = (pstate *) target[i];
+
+		if (s->n == 0)
+			continue;
+		if (!pstate_reserve(t, s->n))
+			FAIL(info, "se_stack_packed: out of memory for %lld values", (long long) (t->n + s->n));
+		memcpy(t->items + t->n, s->items, sizeof(pos_val) * (size_t) s->n);
+		t->n += s->n;
+	}
+}
+
+/* Sort pairs by position: LSD radix sort over the bits the largest position uses (11 bits
+ * a pass, stable), into and back out of `tmp` (n pairs). */
+static void
+sort_by_position(pos_val *items, pos_val *tmp, int64_t n)
+{
+	enum {BITS = 11, BUCKETS = 1 << BITS};
+	int64_t		max = 0;
+	pos_val    *from = items, *to = tmp;
+
+	for (int64_t k = 0; k < n; k++)
+		if (items[k].pos > max)
+			max = items[k].pos;
+	for (int shift = 0; shift < 64 && (max >> shift) > 0; shift += BITS)
+	{
+		int64_t		start[BUCKETS] = {0}, sum = 0;
+
+		for (int64_t k = 0; k < n; k++)
+			start[(from[k].pos >> shift) & (BUCKETS - 1)]++;
+		for (int b = 0; b < BUCKETS; b++)
+		{
+			int64_t		c = start[b];
+
+			start[b] = sum;
+			sum += c;
+		}
+		for (int64_t k = 0; k < n; k++)
+			to[start[(from[k].pos >> shift) & (BUCKETS - 1)]++] = from[k];
+		from = to;
+		to = from == items ? tmp : items;
+	}
+	if (from != items)
+		memcpy(items, from, sizeof(pos_val) * (size_t) n);
+}
+
+static void
+packed_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_vector result,
+				idx_t count, idx_t offset)
+{
+	for (idx_t i = 0; i < count; i++)
+	{
+		pstate	   *st = (pstate *) source[i];
+		double	   *out = NULL;
+		int64_t		len = 2 * st->n;
+		bool		sorted = true;
+
+		for (int64_t k = 1; k < st->n && sorted; k++)
+			sorted = st->items[k - 1].pos < st->items[k].pos;
+		if (!sorted)
+		{
+			pos_val    *tmp = (pos_val *) malloc(sizeof(pos_val) * (size_t) st->n);
+
+			if (tmp == NULL)
+				FAIL(info, "se_stack_packed: out of memory to sort %lld values", (long long) st->n);
+			sort_by_position(st->items, tmp, st->n);
+			free(tmp);
+		}
+		for (int64_t k = 1; k < st->n; k++)
+			if (st->items[k - 1].pos == st->items[k].pos)
+				FAIL(info, "se_stack_packed: position %lld appears twice in one group",
+					 (long long) st->items[k].pos);
+		if (st->n > 0)
+		{
+			out = (double *) malloc(sizeof(double) * (size_t) len);
+			if (out == NULL)
+				FAIL(info, "se_stack_packed: out of memory for a payload of %lld doubles", (long long) len);
+			for (int64_t k = 0; k < st->n; k++)
+			{
+				out[k] = (double) st->items[k].pos;
+				out[st->n + k] = st->items[k].val;
+			}
+		}
+		if (!write_lists(info, result, 1, offset + i, &out, &len))
+		{
+			free(out);
+			return;
+		}
+		free(out);
+	}
+}
+
 /* ---------------------------------------------------------------- registration */
 
 typedef struct agg_def
@@ -385,6 +574,7 @@ typedef struct agg_def
 
 static const agg_def VAGG = {vstate_size, vstate_init, vagg_update, vagg_combine, array_finalize, vstate_destroy};
 static const agg_def STACK = {sstate_size, sstate_init, stack_update, stack_combine, array_finalize, sstate_destroy};
+static const agg_def PACKED = {pstate_size, pstate_init, packed_update, packed_combine, packed_finalize, pstate_destroy};
 
 /* One overload: parameters are DOUBLE (0), DOUBLE[] (1) or VARCHAR (2), BIGINT (3). */
 static bool
@@ -419,7 +609,8 @@ static const bool IS_LIST = true, IS_SCALAR = false;
 bool
 se_register_aggregates(duckdb_connection con)
 {
-	static const int vec[] = {1}, wvec[] = {0, 1}, stack_list[] = {2, 1, 3}, stack_scalar[] = {2, 0, 3};
+	static const int vec[] = {1}, wvec[] = {0, 1}, stack_list[] = {2, 1, 3}, stack_scalar[] = {2, 0, 3},
+				packed[] = {3, 0};
 	const vagg_info *vaggs[] = {&VSUM, &VMAX, &VMIN, &WSUM};
 	bool		ok = true;
 
@@ -437,6 +628,13 @@ se_register_aggregates(duckdb_connection con)
 
 		ok = ok && add_overload(set, "se_stack", &STACK, stack_list, 3, &IS_LIST);
 		ok = ok && add_overload(set, "se_stack", &STACK, stack_scalar, 3, &IS_SCALAR);
+		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
+		duckdb_destroy_aggregate_function_set(&set);
+	}
+	{
+		duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set("se_stack_packed");
+
+		ok = ok && add_overload(set, "se_stack_packed", &PACKED, packed, 2, NULL);
 		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
 		duckdb_destroy_aggregate_function_set(&set);
 	}

@@ -3,7 +3,8 @@
  *
  * LOAD registers, per module:
  *   aggregates.c  se_vsum / se_vmax / se_vmin (element-wise over DOUBLE[]), se_wsum
- *                 (sum of scalar * vector), se_stack (scatter sub-tensors, GatherSpec)
+ *                 (sum of scalar * vector), se_stack (scatter sub-tensors, GatherSpec),
+ *                 se_stack_packed (scalars at positions into a packed sparse payload)
  *   kernels.c     se_kernel1 / se_kernel2 (KernelSpec, DOUBLE[] result), se_value1 /
  *                 se_value2 (one-element result as DOUBLE), se_split (GatherSpec),
  *                 se_densify / se_sparsify (packed sparse payloads)

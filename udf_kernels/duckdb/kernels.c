@@ -15,17 +15,24 @@
  * without BLAS, four rows at a time, skipping rows of it that only meet zeros); other
  * specs run the strided loop. An input marked ~ in the spec is a packed sparse payload:
  * a product-sum with one runs over its non-zeros (densified where the dense input holds
- * inf or NaN), other kernels densify it. A NULL array argument is all zeros (a tuple
+ * inf or NaN; split over threads by the packed input's rows when it is big: one tuple of
+ * a whole sparse matrix is one call), other kernels densify it. A NULL array argument is all zeros (a tuple
  * missing from an outer join: cheaper than COALESCE, which copies big lists slowly); a
  * NULL scalar argument or spec gives NULL.
  */
 #include "se_duckdb.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* multiply-adds per thread below which a packed product runs in the calling thread */
+#define SPARSE_WORK_PER_THREAD (1 << 21)
+#define MAX_THREADS 8
 
 typedef struct kernel_info
 {
@@ -228,6 +235,96 @@ vecmat_rows(const se_gemm *g, const double *const *a, const double *b, double *c
 	return true;
 }
 
+/* ---------------------------------------------------------------- packed products over threads */
+
+typedef struct sparse_part
+{
+	const se_sparse *sk;
+	const double *packed, *dense;
+	int64_t		nnz, from, to;
+	double	   *out;
+	bool		ok;
+	char		err[SE_ERRLEN];
+} sparse_part;
+
+static void *
+sparse_part_run(void *arg)
+{
+	sparse_part *p = (sparse_part *) arg;
+
+	p->ok = se_sparse_add(p->sk, p->packed, p->nnz, p->from, p->to, p->dense, p->out, p->err);
+	return NULL;
+}
+
+static int
+online_cpus(void)
+{
+	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
+}
+
+/* The packed input's element e's index on its outermost dim (-1 when out of range). */
+static int64_t
+outer_index(const se_sparse *sk, const double *packed, int64_t e)
+{
+	return packed[e] >= 0 && packed[e] < (double) sk->size ? (int64_t) packed[e] / sk->k_st[0] : -1;
+}
+
+/*
+ * se_sparse_run with the packed input's elements cut into ranges at changes of its
+ * outermost index (positions are sorted, so each index is one range), one thread each,
+ * when the work pays for the threads and the ranges write disjoint parts of out.
+ */
+static bool
+sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
+		   double *out, char *err)
+{
+	const int64_t nnz = n / 2;
+	int64_t		work = nnz;
+	int			threads = online_cpus();
+	sparse_part parts[MAX_THREADS];
+	pthread_t	ids[MAX_THREADS];
+	bool		started[MAX_THREADS] = {false};
+
+	for (int f = 0; f < sk->nf; f++)
+		work *= sk->f_dim[f];
+	if (work / SPARSE_WORK_PER_THREAD < threads)
+		threads = (int) (work / SPARSE_WORK_PER_THREAD);
+	if (n % 2 || threads < 2 || sk->empty || !se_sparse_rows_disjoint(sk))
+		return se_sparse_run(sk, packed, n, dense, out, err);
+	if (sk->out_size > 0)
+		memset(out, 0, sizeof(double) * sk->out_size);
+	for (int t = 0; t < threads; t++)
+	{
+		int64_t		from = t ? parts[t - 1].to : 0, to = t == threads - 1 ? nnz : nnz * (t + 1) / threads;
+
+		if (to < from)
+			to = from;
+		while (to > from && to < nnz && outer_index(sk, packed, to) >= 0 &&
+			   outer_index(sk, packed, to) == outer_index(sk, packed, to - 1))
+			to++;
+		parts[t] = (sparse_part) {sk, packed, dense, nnz, from, to, out, true, ""};
+	}
+	for (int t = 1; t < threads; t++)
+		started[t] = pthread_create(&ids[t], NULL, sparse_part_run, &parts[t]) == 0;
+	sparse_part_run(&parts[0]);
+	for (int t = 1; t < threads; t++)
+	{
+		if (started[t])
+			pthread_join(ids[t], NULL);
+		else
+			sparse_part_run(&parts[t]);
+	}
+	for (int t = 0; t < threads; t++)
+		if (!parts[t].ok)
+		{
+			memcpy(err, parts[t].err, SE_ERRLEN);
+			return false;
+		}
+	return true;
+}
+
 /* ---------------------------------------------------------------- se_kernel / se_value */
 
 /*
@@ -263,7 +360,7 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 			{
 				finite = x[d];
 				finite_len = n[d];
-				if (!se_sparse_run(&sk, x[s], n[s], x[d], out[row], err))
+				if (!sparse_run(&sk, x[s], n[s], x[d], out[row], err))
 				{
 					fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, s ? "b" : "a",
 							 (int) len, text, err);
