@@ -85,6 +85,21 @@ def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
         np.testing.assert_allclose(out, ref_kernel(spec, rows[i], b), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("shape", [(600, 500, 40), (40, 500, 600), (1, 4_200_000, 1)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_big_matrix_products_split_over_threads(con, shape, transposed):
+    """A product big enough to cut into blocks of rows (more rows), of columns (more
+    columns) or not at all (one row and one column), with a transposed
+    operand, equals NumPy's."""
+    m, k, n = shape
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=(m, k)), rng.normal(size=(k, n))
+    b_strides = f"0,1,{n}" if not transposed else f"0,{k},1"
+    spec = f"mul;sum;2;{m},{n},{k};{k},0,1;{b_strides}"
+    got = kernel(con, spec, a.ravel(), (b.T if transposed else b).ravel())
+    np.testing.assert_allclose(got, (a @ b).ravel(), rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("spec,inputs,want", SPARSE)
 def test_packed_sparse_inputs(con, spec, inputs, want):
     np.testing.assert_allclose(kernel(con, spec, *inputs), want, rtol=RTOL, atol=ATOL, err_msg=spec)

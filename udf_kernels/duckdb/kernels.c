@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* multiply-adds per thread below which a packed product runs in the calling thread */
-#define SPARSE_WORK_PER_THREAD (1 << 21)
+/* multiply-adds per thread below which a product runs in the calling thread alone */
+#define WORK_PER_THREAD (1 << 21)
 #define MAX_THREADS 8
 
 typedef struct kernel_info
@@ -92,10 +92,104 @@ spec_run(duckdb_data_chunk input, idx_t row, idx_t n, const char **text, uint32_
 
 /* A matrix product: BLAS where the build has it and the layout suits it, else the C loops. */
 static void
-gemm_run(const se_gemm *g, const double *a, const double *b, double *c)
+gemm_one(const se_gemm *g, const double *a, const double *b, double *c)
 {
 	if (!se_gemm_blas(g, a, b, c))
 		se_gemm_run(g, a, b, c);
+}
+
+static int
+online_cpus(void)
+{
+	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
+}
+
+/* How many threads `work` multiply-adds are worth (1: the calling thread alone). */
+static int
+threads_for(double work)
+{
+	int			cpus = online_cpus();
+
+	return work / WORK_PER_THREAD < cpus ? (work < WORK_PER_THREAD ? 1 : (int) (work / WORK_PER_THREAD)) : cpus;
+}
+
+/* fn on each of parts[0..count) (`size` bytes each): parts 1.. on threads of their own (in
+ * the caller where a thread does not start), part 0 in the caller. */
+static void
+run_parallel(void *(*fn) (void *), char *parts, size_t size, int count)
+{
+	pthread_t	ids[MAX_THREADS];
+	bool		started[MAX_THREADS] = {false};
+
+	for (int t = 1; t < count; t++)
+		started[t] = pthread_create(&ids[t], NULL, fn, parts + t * size) == 0;
+	fn(parts);
+	for (int t = 1; t < count; t++)
+	{
+		if (started[t])
+			pthread_join(ids[t], NULL);
+		else
+			fn(parts + t * size);
+	}
+}
+
+typedef struct gemm_part
+{
+	se_gemm		g;
+	const double *a, *b;
+	double	   *c;
+} gemm_part;
+
+static void *
+gemm_part_run(void *arg)
+{
+	gemm_part  *p = (gemm_part *) arg;
+
+	gemm_one(&p->g, p->a, p->b, p->c);
+	return NULL;
+}
+
+/*
+ * One matrix product (BLAS on one thread each: DuckDB runs kernel calls on all its
+ * threads), a big one cut into blocks of rows (or of columns, when it has more) that
+ * threads compute at once: one tuple holding a whole matrix is one call.
+ */
+static void
+gemm_run(const se_gemm *g, const double *a, const double *b, double *c)
+{
+	gemm_part	parts[MAX_THREADS];
+	const bool	by_rows = g->m >= g->n;
+	const int64_t along = by_rows ? g->m : g->n;
+	int			count = threads_for((double) g->batch * g->m * g->n * g->k);
+
+	if (count > along)
+		count = (int) along;
+	if (count < 2)
+	{
+		gemm_one(g, a, b, c);
+		return;
+	}
+	for (int t = 0; t < count; t++)
+	{
+		const int64_t lo = along * t / count, hi = along * (t + 1) / count;
+
+		parts[t] = (gemm_part) {*g, a, b, c};
+		if (by_rows)
+		{
+			parts[t].g.m = hi - lo;
+			parts[t].a += lo * g->a_m;
+			parts[t].c += lo * g->c_m;
+		}
+		else
+		{
+			parts[t].g.n = hi - lo;
+			parts[t].b += lo * g->b_n;
+			parts[t].c += lo * g->c_n;
+		}
+	}
+	run_parallel(gemm_part_run, (char *) parts, sizeof(gemm_part), count);
 }
 
 /* ---------------------------------------------------------------- vector x shared matrix */
@@ -256,14 +350,6 @@ sparse_part_run(void *arg)
 	return NULL;
 }
 
-static int
-online_cpus(void)
-{
-	long		n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
-}
-
 /* The packed input's element e's index on its outermost dim (-1 when out of range). */
 static int64_t
 outer_index(const se_sparse *sk, const double *packed, int64_t e)
@@ -281,23 +367,20 @@ sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *d
 		   double *out, char *err)
 {
 	const int64_t nnz = n / 2;
-	int64_t		work = nnz;
-	int			threads = online_cpus();
+	double		work = (double) nnz;
 	sparse_part parts[MAX_THREADS];
-	pthread_t	ids[MAX_THREADS];
-	bool		started[MAX_THREADS] = {false};
+	int			count;
 
 	for (int f = 0; f < sk->nf; f++)
-		work *= sk->f_dim[f];
-	if (work / SPARSE_WORK_PER_THREAD < threads)
-		threads = (int) (work / SPARSE_WORK_PER_THREAD);
-	if (n % 2 || threads < 2 || sk->empty || !se_sparse_rows_disjoint(sk))
+		work *= (double) sk->f_dim[f];
+	count = threads_for(work);
+	if (n % 2 || count < 2 || sk->empty || !se_sparse_rows_disjoint(sk))
 		return se_sparse_run(sk, packed, n, dense, out, err);
 	if (sk->out_size > 0)
 		memset(out, 0, sizeof(double) * sk->out_size);
-	for (int t = 0; t < threads; t++)
+	for (int t = 0; t < count; t++)
 	{
-		int64_t		from = t ? parts[t - 1].to : 0, to = t == threads - 1 ? nnz : nnz * (t + 1) / threads;
+		int64_t		from = t ? parts[t - 1].to : 0, to = t == count - 1 ? nnz : nnz * (t + 1) / count;
 
 		if (to < from)
 			to = from;
@@ -306,17 +389,8 @@ sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *d
 			to++;
 		parts[t] = (sparse_part) {sk, packed, dense, nnz, from, to, out, true, ""};
 	}
-	for (int t = 1; t < threads; t++)
-		started[t] = pthread_create(&ids[t], NULL, sparse_part_run, &parts[t]) == 0;
-	sparse_part_run(&parts[0]);
-	for (int t = 1; t < threads; t++)
-	{
-		if (started[t])
-			pthread_join(ids[t], NULL);
-		else
-			sparse_part_run(&parts[t]);
-	}
-	for (int t = 0; t < threads; t++)
+	run_parallel(sparse_part_run, (char *) parts, sizeof(sparse_part), count);
+	for (int t = 0; t < count; t++)
 		if (!parts[t].ok)
 		{
 			memcpy(err, parts[t].err, SE_ERRLEN);
