@@ -98,21 +98,28 @@ gemm_one(const se_gemm *g, const double *a, const double *b, double *c)
 		se_gemm_run(g, a, b, c);
 }
 
+/* The cores online (at most MAX_THREADS), asked once: sysconf reads a file each time. */
 static int
 online_cpus(void)
 {
-	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+	static int	cpus = 0;		/* a race writes the same value */
 
-	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
+	if (cpus == 0)
+	{
+		long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		cpus = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
+	}
+	return cpus;
 }
 
 /* How many threads `work` multiply-adds are worth (1: the calling thread alone). */
 static int
 threads_for(double work)
 {
-	int			cpus = online_cpus();
-
-	return work / WORK_PER_THREAD < cpus ? (work < WORK_PER_THREAD ? 1 : (int) (work / WORK_PER_THREAD)) : cpus;
+	if (work < 2.0 * WORK_PER_THREAD)
+		return 1;
+	return work / WORK_PER_THREAD < online_cpus() ? (int) (work / WORK_PER_THREAD) : online_cpus();
 }
 
 /* fn on each of parts[0..count) (`size` bytes each): parts 1.. on threads of their own (in
