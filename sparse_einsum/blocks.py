@@ -128,6 +128,12 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
         return Blocks([rows, cols], data)
     grid = _grid(csr.shape, tiling)
     (r0, b0), (r1, b1) = grid
+    if sparse and r0 * r1 == 1:      # one tuple: its offsets ascend in CSR order
+        packed = np.empty(2 * len(data))
+        np.multiply(rows, b1, out=packed[:len(data)], casting="unsafe")
+        packed[:len(data)] += cols
+        packed[len(data):] = data
+        return Blocks([], packed, np.array([0, len(packed)] if len(data) else [0], dtype=np.int64))
     (row_tile, row_offset), (col_tile, col_offset) = (split_index(rows, b0, csr.shape[0]),
                                                     split_index(cols, b1, csr.shape[1]))
     tile = row_tile * r1 + col_tile

@@ -100,6 +100,12 @@ def test_sparse_inputs_in_any_format_decompose_alike(fmt):
         matrix = matrix.asformat(fmt)
     for tiling in [(1, 1), (1, 30), (40, 1), (40, 30), (7, 4), (16, 30), (1, 8)]:
         np.testing.assert_allclose(compose(decompose(matrix, tiling), (40, 30), tiling), expected)
+        if min(tiling) > 1:            # packed payloads: as the dense array's, packed
+            got, want = decompose(matrix, tiling, True), decompose(expected, tiling, True)
+            for a, b in zip(got.keys + [got.values, got.bounds], want.keys + [want.values, want.bounds]):
+                np.testing.assert_array_equal(a, b)
+    empty = decompose(sp.csr_matrix((40, 30)), (40, 30), True)
+    assert len(empty) == 0 and empty.values.size == 0
 
 
 def test_the_callers_data_is_left_unchanged():
