@@ -8,8 +8,8 @@ has the same byte size (no NULLs, one array width), so a whole chunk is one reco
 Reading back costs one libpq call per row and no other per-row Python.
 
 Payloads skip PostgreSQL's per-element array send and receive functions as raw
-native-endian bytes: insert_rows through the kernels' se_rows, and copy_out_arrays of a
-bytea column such as se_raw(val, width).
+native-endian bytes: insert_rows through the kernels' se_rows (libpq blocking while it
+sends them), and copy_out_arrays of a bytea column such as se_raw(val, width).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The PostgreSQL backend: binary COPY in and out, kernels from the C extension."""
+"""The PostgreSQL backend: binary COPY in and out, kernels from the C extension; outputs
+no later statement reads are copied out of their statement's query, never stored."""
 from __future__ import annotations
 
 from typing import Sequence
