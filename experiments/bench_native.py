@@ -2,7 +2,8 @@
 scipy and the fallback paths, side by side in one run: round-robin, medians.
 
     python -m experiments.bench_native [--cases grouped-sum,spmm,einsum-call,matvec,gemm,wq]
-        [--repeats 5] [--dsn DSN] [--out experiments/results] [--publish]
+        [--engines duckdb,postgres] [--repeats 5] [--dsn DSN] [--out experiments/results]
+        [--publish]
 
 Cases (the targets of the native-kernels work):
 
@@ -25,7 +26,8 @@ Cases (the targets of the native-kernels work):
   DuckDB, against NumPy.
 
 PostgreSQL runs on --dsn, else on a throwaway cluster (sparse_einsum.backends.pg_cluster);
-the kernels are installed (or updated) there. Every method's result is checked.
+the kernels are installed (or updated) there. --engines keeps the cases' methods on those
+engines (NumPy and scipy always run). Every method's result is checked.
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ from .common import Report, add_output_arguments, code_version, command_line, ou
 from .workloads import workload
 
 CASES = ("grouped-sum", "spmm", "einsum-call", "matvec", "gemm", "wq")
+ENGINES = ("duckdb", "postgres")
 
 
 def side_by_side(methods: dict[str, Callable[[], object]], repeats: int, baseline: str,
@@ -125,11 +128,12 @@ def _spmm_data(nnz: int, rows: int, width: int) -> tuple[sp.csr_matrix, np.ndarr
     return a, rng.normal(size=(rows, width))
 
 
-def spmm(repeats: int, say: Report, pg: str | None, **_) -> None:
+def spmm(repeats: int, say: Report, pg: str | None, engines: set[str], **_) -> None:
     a, h = _spmm_data(1_000_000, 100_000, 64)
     expected = a @ h
     backends = {"DuckDB + extension": DuckDBBackend(native=True),
-                "DuckDB, UDF kernels (fallback)": DuckDBBackend(native=False)}
+                "DuckDB, UDF kernels (fallback)": DuckDBBackend(native=False)
+                } if "duckdb" in engines else {}
     if pg:
         backends["PostgreSQL (C kernels)"] = open_backend("postgres", dsn=pg)[0]
     methods: dict[str, Callable[[], object]] = {"scipy: CSR @ dense": lambda: a @ h}
@@ -261,27 +265,27 @@ def projections(cases: dict, x: np.ndarray, w: np.ndarray, repeats: int, say: Re
         done()
 
 
-def _backends(pg: str | None) -> dict:
-    cases = {"DuckDB + extension": DuckDBBackend(native=True)}
+def _backends(pg: str | None, engines: set[str]) -> dict:
+    cases = {"DuckDB + extension": DuckDBBackend(native=True)} if "duckdb" in engines else {}
     if pg:
         cases = {"PostgreSQL": open_backend("postgres", dsn=pg)[0], **cases}
     return cases
 
 
-def matvec(repeats: int, say: Report, pg: str | None, **_) -> None:
+def matvec(repeats: int, say: Report, pg: str | None, engines: set[str], **_) -> None:
     rng = np.random.default_rng(0)
     x, w = rng.normal(size=(20_000, 767)), rng.normal(size=(767, 256))
-    cases = _backends(pg)
+    cases = _backends(pg, engines)
     projections(cases, x, w, repeats, say, "per-row vector x matrix: 20,000 rows of 767, one "
                 "767 x 256 weight tuple")
     for db in cases.values():
         db.close()
 
 
-def gemm(repeats: int, say: Report, pg: str | None, **_) -> None:
+def gemm(repeats: int, say: Report, pg: str | None, engines: set[str], **_) -> None:
     rng = np.random.default_rng(0)
     x, w = rng.normal(size=(13_752, 767)), rng.normal(size=(767, 256))
-    cases = _backends(pg)
+    cases = _backends(pg, engines)
     projections(cases, x, w, repeats, say, "the GCN's dense product NX W at Amazon-Computers "
                 "size: 13,752 x 767 by 767 x 256, one tuple each, and 256-row tiles",
                 plans=("im,mk->ik", "I/256m,mk->I/256k"))
@@ -289,11 +293,11 @@ def gemm(repeats: int, say: Report, pg: str | None, **_) -> None:
         db.close()
 
 
-def wq(repeats: int, say: Report, pg: str | None, **_) -> None:
+def wq(repeats: int, say: Report, pg: str | None, engines: set[str], **_) -> None:
     _, data = workload("sparse_attention", "cora", d_k=1024)
     x, w = data["X"], data["WQ"]
     dense_x = x.toarray()
-    cases = _backends(pg)
+    cases = _backends(pg, engines)
     projections(cases, dense_x, w, repeats, say, "WQ projection of the attention benchmark "
                 f"(Cora: X {x.shape[0]} x {x.shape[1]}, {x.nnz:,} non-zeros; WQ {w.shape[0]} x "
                 f"{w.shape[1]} as one tuple)")
@@ -310,26 +314,31 @@ def main(argv: list[str] | None = None) -> None:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES),
                     help=f"comma-separated, from {', '.join(CASES)}")
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help=f"comma-separated, from {', '.join(ENGINES)}")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dsn", help="PostgreSQL (default: a throwaway cluster)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
-    unknown = set(cases) - set(CASES)
+    engines = {e for e in args.engines.split(",") if e}
+    unknown = set(cases) - set(CASES) | engines - set(ENGINES)
     if unknown:
-        ap.error(f"unknown cases {', '.join(sorted(unknown))}")
+        ap.error(f"unknown cases or engines {', '.join(sorted(unknown))}")
     say = Report()
     say(f"{command_line('bench_native', argv)}")
     say(f"code: {code_version()}")
     with contextlib.ExitStack() as stack:
         pg = args.dsn
-        if pg is None and {"spmm", "matvec", "gemm", "wq"} & set(cases):
+        if "postgres" not in engines:
+            pg = None
+        elif pg is None and {"spmm", "matvec", "gemm", "wq"} & set(cases):
             pg = stack.enter_context(pg_server())
         if pg:
             from sparse_einsum.backends.pg_kernels import install_kernels
             install_kernels(pg)
         for case in cases:
-            RUNNERS[case](repeats=args.repeats, say=say, pg=pg)
+            RUNNERS[case](repeats=args.repeats, say=say, pg=pg, engines=engines)
     _, generated = output_dirs(args.out, args.publish)
     log = generated / "bench_native.txt"
     log.write_text("\n".join(say.lines) + "\n")

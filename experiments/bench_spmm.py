@@ -8,8 +8,8 @@ Per backend, side by side with scipy in one process (alternating, medians):
 the whole ``se.einsum`` call (load, statistics, optimise, execute, fetch), and inside one
 session the chosen plan's parts: statistics, optimisation, loading the inputs in the
 plan's decompositions, the statements, fetching the result (where the engine reads the
-output's statement straight into the fetch, as DuckDB does, that time is in the
-statements and "fetch" is only composing the array). Every result is checked
+output's statement straight into the fetch, as DuckDB and PostgreSQL do, that time is in
+the statements and "fetch" is only composing the array). Every result is checked
 against scipy. ``duckdb-udf`` is the DuckDB backend without its extension (NumPy kernels).
 """
 from __future__ import annotations

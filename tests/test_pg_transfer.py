@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparse_einsum as se
+from sparse_einsum.api import einsum_session
 from sparse_einsum.blocks import compose, decompose
 from sparse_einsum.sql.steps import TableRelation
 
@@ -96,3 +97,43 @@ def test_sparse_input_with_ragged_payloads(pg):
     got = se.einsum("ij,jf->if", a, h, backend=pg)
     np.testing.assert_allclose(got, np.einsum("ij,jf->if", a.toarray(), h), rtol=1e-12,
                                atol=1e-12)
+
+
+def test_payload_past_a_chunk_in_one_row(pg):
+    """A payload tuple larger than the load's 1 MB statements (sent with libpq blocking)
+    arrives bit for bit, and the connection is nonblocking again after it."""
+    x = _special((1, 300_000), 5)
+    rel = TableRelation("se_test_transfer", "X", x.shape, (1, 300_000), ("i", "j"))
+    with pg.scope():
+        pg.load(rel, decompose(x, rel.tiling))
+        try:
+            back = pg.fetch(rel)
+        finally:
+            pg.drop(rel)
+    assert pg.conn.pgconn.nonblocking
+    _same(compose(back, x.shape, rel.tiling), x)
+
+
+@pytest.mark.parametrize("plan,zero", [("ij,jk->ik", False), ("Ij,jk->Ik", False),
+                                       ("IJ,JK->IK", True), ("Ij,jk->Ik", True)])
+def test_outputs_read_from_their_statement_unstored(pg, plan, zero):
+    """An output no later statement reads comes straight from its query (COPY): no table
+    is made for it; an empty result has no keys and no payload rows of its width."""
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.zeros((3, 4)) if zero else np.random.default_rng(6).normal(size=(3, 4))
+    with einsum_session("ij,jk->ik", a, b, backend=pg) as session:
+        compiled = session.compile(plan)
+        *loads, step = compiled.steps
+        arrays = session.values.arrays(session.exact_integers)
+        with pg.scope():
+            for load in loads:
+                pg.load(load.target, decompose(arrays[load.target.tensor], load.target.tiling))
+            got = pg.run_and_fetch(step)
+            made = pg.query("SELECT to_regclass(%s) IS NOT NULL", (step.target.table,))[0][0]
+            for load in loads:
+                pg.drop(load.target)
+    assert not made
+    out = step.target
+    if zero and plan == "IJ,JK->IK":
+        assert got.values.shape == (0,) and [len(k) for k in got.keys] == [0, 0]
+    np.testing.assert_array_equal(compose(got, out.shape, out.tiling), a @ b)

@@ -1,4 +1,5 @@
-"""The PostgreSQL backend: binary COPY in and out, kernels from the C extension."""
+"""The PostgreSQL backend: binary COPY in and out, kernels from the C extension; outputs
+no later statement reads are copied out of their statement's query, never stored."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -8,8 +9,9 @@ import numpy as np
 from ..blocks import Blocks
 from ..errors import BackendError
 from ..inputs import SourceInput, read_file
+from ..sql.pipeline import statement_query
 from ..sql.postgres import PostgresDialect
-from ..sql.steps import TableRelation
+from ..sql.steps import Step, TableRelation
 from .base import Backend, arrow_columns
 from .pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from .pg_kernels import check_kernels
@@ -86,15 +88,20 @@ class PostgresBackend(Backend):
             insert_rows(self.conn, q(rel.table), keys, blocks.values,
                         np.arange(len(blocks) + 1, dtype=np.int64) * rel.sub_size)
 
-    def fetch(self, rel: TableRelation) -> Blocks:
+    def fetch(self, rel: TableRelation, source: str | None = None) -> Blocks:
+        """The relation `rel` from its table, or from the query `source` that computes it."""
         q = self.dialect.q
-        if self.row_count(rel) == 0:
-            shape = (0,) if rel.is_scalar else (0, rel.sub_size)
-            return Blocks([np.zeros(0, dtype=np.int64) for _ in rel.columns], np.zeros(shape))
         value = "val" if rel.is_scalar else f"se_raw(val, {rel.sub_size})"   # raw bytes
         cols = ", ".join([f"CAST({q(c)} AS bigint) AS {q(c)}" for c in rel.columns] + [value])
-        keys, values = copy_out_arrays(self.conn, f"SELECT {cols} FROM {q(rel.table)}")
-        return Blocks(list(keys.values()), values)
+        rows = f"({source}) AS q" if source else q(rel.table)
+        keys, values = copy_out_arrays(self.conn, f"SELECT {cols} FROM {rows}")
+        shape = (len(values),) if rel.is_scalar else (len(values), rel.sub_size)
+        return Blocks(list(keys.values()), values.reshape(shape))
+
+    def run_and_fetch(self, step: Step) -> Blocks:
+        """Read straight from the step's query through COPY: its result is never stored
+        (measured: a 51 MB result tuple costs 0.3 s to write and 0.3 s to fetch back)."""
+        return self.fetch(step.target, statement_query(step, self.dialect))
 
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return self.conn.execute(sql, list(params) or None).fetchall()

@@ -34,6 +34,12 @@ class CompiledPlan:
         return [s for step in self.steps if step.kind == "sql" for s in (*step.pipelined, step)]
 
 
+def _grouped(group: str) -> str:
+    """The GROUP BY clause of an aggregate; without one, the aggregate of no rows gives
+    no row (as a GROUP BY does), not one of NULL."""
+    return group or " HAVING count(*) > 0"
+
+
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
                  relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset()
@@ -228,7 +234,7 @@ class Compiler:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
-        return f"SELECT {cols} FROM ({inner}) AS j{group} HAVING count(*) > 0"
+        return f"SELECT {cols} FROM ({inner}) AS j{_grouped(group)}"
 
     def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
         """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
@@ -369,7 +375,7 @@ class Compiler:
                 else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
         self._add(out, f"SELECT {', '.join(keys + [value + ' AS val'])} "
-                       f"FROM {q(rel.table)}{group} HAVING count(*) > 0", b,
+                       f"FROM {q(rel.table)}{_grouped(group)}", b,
                   f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}")
         return out
 
