@@ -5,6 +5,7 @@ from __future__ import annotations
 from math import prod
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparse_einsum.kernels.spec import KernelSpec
 
@@ -189,3 +190,41 @@ def _sparse_cases() -> list[tuple[str, list[np.ndarray], np.ndarray]]:
 
 
 SPARSE = _sparse_cases()
+
+
+def _big_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(id, spec, a, b, NumPy's result) of products big enough for the kernels to split
+    over threads: dense ones cut into blocks of rows (more rows) or of columns (more
+    columns), with b as given or transposed; a packed matrix x dense cut into ranges of
+    rows ("if": rows write disjoint parts of the result), or not ("f": every row sums into
+    one; "fi": rows interleave)."""
+    rng = np.random.default_rng(6)
+    cases = []
+    for m, k, n in [(600, 500, 40), (40, 500, 600)]:
+        a, b = rng.normal(size=(m, k)), rng.normal(size=(k, n))
+        for transposed in (False, True):
+            strides = f"0,{k},1" if transposed else f"0,1,{n}"
+            cases.append((f"gemm-{m}x{k}x{n}{'-bt' if transposed else ''}",
+                          f"mul;sum;2;{m},{n},{k};{k},0,1;{strides}", a.ravel(),
+                          (b.T if transposed else b).ravel(), (a @ b).ravel()))
+    n, f, nnz = 3000, 64, 120_000
+    coo = sp.coo_array((rng.normal(size=nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))),
+                       shape=(n, n)).tocsr().tocoo()
+    h = rng.normal(size=(n, f))
+    payload = np.concatenate([(coo.row.astype(np.int64) * n + coo.col).astype(np.float64), coo.data])
+    product = coo.tocsr() @ h
+    for out, spec, want in [("if", f"mul;sum;2;{n},{f},{n};~{n},0,1;0,1,{f}", product.ravel()),
+                            ("f", f"mul;sum;1;{f},{n},{n};~0,{n},1;1,0,{f}", product.sum(axis=0)),
+                            ("fi", f"mul;sum;2;{f},{n},{n};~0,{n},1;1,0,{f}", product.T.ravel())]:
+        cases.append((f"packed-{out}", spec, payload, h.ravel(), want))
+    return cases
+
+
+BIG = _big_cases()
+
+
+def bad_offset(payload: np.ndarray, size: int) -> np.ndarray:
+    """A packed payload with an offset outside `size` near its end (in a late range)."""
+    bad = payload.copy()
+    bad[len(payload) // 2 - 5] = float(size)
+    return bad

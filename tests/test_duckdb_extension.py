@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, mark, packed, random_spec, ref_kernel
+from kernel_cases import (BIG, HANDWRITTEN, PRODUCTS, SPARSE, UNARY, bad_offset, mark, packed,
+                          random_spec, ref_kernel)
 from sparse_einsum import Session, einsum
 from sparse_einsum.backends import duckdb_extension
 from sparse_einsum.backends.duckdb import DuckDBBackend
@@ -85,21 +86,6 @@ def test_products_with_a_matrix_shared_by_many_rows(con, spec, a, b):
         np.testing.assert_allclose(out, ref_kernel(spec, rows[i], b), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("shape", [(600, 500, 40), (40, 500, 600), (1, 4_200_000, 1)])
-@pytest.mark.parametrize("transposed", [False, True])
-def test_big_matrix_products_split_over_threads(con, shape, transposed):
-    """A product big enough to cut into blocks of rows (more rows), of columns (more
-    columns) or not at all (one row and one column), with a transposed
-    operand, equals NumPy's."""
-    m, k, n = shape
-    rng = np.random.default_rng(7)
-    a, b = rng.normal(size=(m, k)), rng.normal(size=(k, n))
-    b_strides = f"0,1,{n}" if not transposed else f"0,{k},1"
-    spec = f"mul;sum;2;{m},{n},{k};{k},0,1;{b_strides}"
-    got = kernel(con, spec, a.ravel(), (b.T if transposed else b).ravel())
-    np.testing.assert_allclose(got, (a @ b).ravel(), rtol=1e-10, atol=1e-10)
-
-
 @pytest.mark.parametrize("spec,inputs,want", SPARSE)
 def test_packed_sparse_inputs(con, spec, inputs, want):
     np.testing.assert_allclose(kernel(con, spec, *inputs), want, rtol=RTOL, atol=ATOL, err_msg=spec)
@@ -125,31 +111,14 @@ def test_packed_rows_against_a_shared_matrix(con, spec, a, b):
             np.testing.assert_allclose(out, ref_kernel(spec, row, shared), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("out", ["if", "f", "fi"])
-def test_big_packed_products_split_over_threads(con, out):
-    """A packed matrix x dense big enough to split by rows over threads ("if": rows write
-    disjoint parts of the result; "f" sums every row into one, and "fi" interleaves rows:
-    one thread) equals scipy's; a bad offset in a late range is reported."""
-    rng = np.random.default_rng(6)
-    n, f, nnz = 3000, 64, 120_000
-    a = sp.coo_array((rng.normal(size=nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))),
-                     shape=(n, n)).tocsr()
-    h = rng.normal(size=(n, f))
-    a.sort_indices()
-    coo = a.tocoo()
-    payload = np.concatenate([(coo.row.astype(np.int64) * n + coo.col).astype(np.float64), coo.data])
-    # loop dims (i, f, j) or (f, i, j), the first n_out indexing the result
-    spec = {"if": f"mul;sum;2;{n},{f},{n};~{n},0,1;0,1,{f}",
-            "f": f"mul;sum;1;{f},{n},{n};~0,{n},1;1,0,{f}",
-            "fi": f"mul;sum;2;{f},{n},{n};~0,{n},1;1,0,{f}"}[out]
-    got = kernel(con, spec, payload, h.ravel())
-    want = a @ h
-    want = {"if": want.ravel(), "f": want.sum(axis=0), "fi": want.T.ravel()}[out]
-    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)   # sums of up to 120k terms
-    bad = payload.copy()
-    bad[len(payload) // 2 - 5] = float(n * n)
-    with pytest.raises(duckdb.Error, match="offset 9e\\+06 outside a payload"):
-        kernel(con, spec, bad, h.ravel())
+@pytest.mark.parametrize("spec,a,b,want", [c[1:] for c in BIG], ids=[c[0] for c in BIG])
+def test_big_products_split_over_threads(con, spec, a, b, want):
+    """Products big enough to run on several threads equal NumPy's; a bad offset in a
+    late range of a packed input is reported."""
+    np.testing.assert_allclose(kernel(con, spec, a, b), want, rtol=1e-10, atol=1e-9)
+    if "~" in spec:
+        with pytest.raises(duckdb.Error, match="offset 9e\\+06 outside a payload"):
+            kernel(con, spec, bad_offset(a, 3000 * 3000), b)
 
 
 def test_densify_and_sparsify(con):

@@ -10,7 +10,8 @@ import pytest
 from sparse_einsum.backends.pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from sparse_einsum.backends.pg_kernels import KERNELS_VERSION, check_kernels, install_kernels
 from sparse_einsum.errors import BackendError
-from kernel_cases import HANDWRITTEN, PRODUCTS, SPARSE, UNARY, V4, mark, packed, random_spec, ref_kernel
+from kernel_cases import (BIG, HANDWRITTEN, PRODUCTS, SPARSE, UNARY, V4, bad_offset, mark, packed,
+                          random_spec, ref_kernel)
 
 psycopg = pytest.importorskip("psycopg")
 RTOL = ATOL = 1e-12
@@ -94,6 +95,16 @@ def test_matrix_products_with_and_without_blas(conn, spec, a, b, blas):
         check(conn, spec, a, b)
     finally:
         conn.execute("RESET sparse_einsum_kernels.blas")
+
+
+@pytest.mark.parametrize("spec,a,b,want", [c[1:] for c in BIG], ids=[c[0] for c in BIG])
+def test_big_products_split_over_threads(conn, spec, a, b, want):
+    """Products big enough to run on several threads (inside the server process) equal
+    NumPy's; a bad offset in a late range of a packed input is reported."""
+    np.testing.assert_allclose(kernel(conn, spec, a, b), want, rtol=1e-10, atol=1e-9)
+    if "~" in spec:
+        with pytest.raises(psycopg.Error, match="offset 9e\\+06 outside a payload"):
+            kernel(conn, spec, bad_offset(a, 3000 * 3000), b)
 
 
 @pytest.mark.parametrize("spec,inputs,want", SPARSE)

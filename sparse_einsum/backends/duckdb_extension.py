@@ -51,7 +51,7 @@ def sources() -> list[Path]:
     """The C sources of the extension: its own and the engine-neutral kernel core."""
     own = sorted((SOURCE_DIR / "duckdb").glob("*.[ch]"))
     common = [SOURCE_DIR / "common" / n
-              for n in ("se_kernel.c", "se_kernel.h", "se_ops.h", "se_blas.c")]
+              for n in ("se_kernel.c", "se_kernel.h", "se_ops.h", "se_blas.c", "se_threads.c")]
     return own + common
 
 

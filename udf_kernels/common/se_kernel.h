@@ -105,6 +105,18 @@ extern const char *const se_blas_name;
  * BLAS or the strides do not suit it: run se_gemm_run then. */
 bool		se_gemm_blas(const se_gemm *g, const double *a, const double *b, double *c);
 
+/* ---------------------------------------------------------------- se_threads.c */
+
+/* A matrix product with BLAS (where built with it, `blas` and the layout suits it) or the
+ * C loops; a big one cut into blocks of rows or columns computed by one thread per core. */
+void		se_gemm_threaded(const se_gemm *g, const double *a, const double *b, double *c,
+							 bool blas);
+
+/* se_sparse_run, a big product cut into ranges of the packed input's rows (where they
+ * write disjoint parts of out: se_sparse_rows_disjoint) computed by one thread per core. */
+bool		se_sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n,
+								   const double *dense, double *out, char *err);
+
 /* The threads BLAS may use per call (process-wide; nothing without BLAS). */
 void		se_blas_threads(int n);
 

@@ -23,16 +23,10 @@
 #include "se_duckdb.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* multiply-adds per thread below which a product runs in the calling thread alone */
-#define WORK_PER_THREAD (1 << 21)
-#define MAX_THREADS 8
 
 typedef struct kernel_info
 {
@@ -88,115 +82,6 @@ spec_run(duckdb_data_chunk input, idx_t row, idx_t n, const char **text, uint32_
 			break;
 	}
 	return end;
-}
-
-/* A matrix product: BLAS where the build has it and the layout suits it, else the C loops. */
-static void
-gemm_one(const se_gemm *g, const double *a, const double *b, double *c)
-{
-	if (!se_gemm_blas(g, a, b, c))
-		se_gemm_run(g, a, b, c);
-}
-
-/* The cores online (at most MAX_THREADS), asked once: sysconf reads a file each time. */
-static int
-online_cpus(void)
-{
-	static int	cpus = 0;		/* a race writes the same value */
-
-	if (cpus == 0)
-	{
-		long		n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		cpus = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int) n;
-	}
-	return cpus;
-}
-
-/* How many threads `work` multiply-adds are worth (1: the calling thread alone). */
-static int
-threads_for(double work)
-{
-	if (work < 2.0 * WORK_PER_THREAD)
-		return 1;
-	return work / WORK_PER_THREAD < online_cpus() ? (int) (work / WORK_PER_THREAD) : online_cpus();
-}
-
-/* fn on each of parts[0..count) (`size` bytes each): parts 1.. on threads of their own (in
- * the caller where a thread does not start), part 0 in the caller. */
-static void
-run_parallel(void *(*fn) (void *), char *parts, size_t size, int count)
-{
-	pthread_t	ids[MAX_THREADS];
-	bool		started[MAX_THREADS] = {false};
-
-	for (int t = 1; t < count; t++)
-		started[t] = pthread_create(&ids[t], NULL, fn, parts + t * size) == 0;
-	fn(parts);
-	for (int t = 1; t < count; t++)
-	{
-		if (started[t])
-			pthread_join(ids[t], NULL);
-		else
-			fn(parts + t * size);
-	}
-}
-
-typedef struct gemm_part
-{
-	se_gemm		g;
-	const double *a, *b;
-	double	   *c;
-} gemm_part;
-
-static void *
-gemm_part_run(void *arg)
-{
-	gemm_part  *p = (gemm_part *) arg;
-
-	gemm_one(&p->g, p->a, p->b, p->c);
-	return NULL;
-}
-
-/*
- * One matrix product (BLAS on one thread each: DuckDB runs kernel calls on all its
- * threads), a big one cut into blocks of rows (or of columns, when it has more) that
- * threads compute at once: one tuple holding a whole matrix is one call.
- */
-static void
-gemm_run(const se_gemm *g, const double *a, const double *b, double *c)
-{
-	gemm_part	parts[MAX_THREADS];
-	const bool	by_rows = g->m >= g->n;
-	const int64_t along = by_rows ? g->m : g->n;
-	int			count = threads_for((double) g->batch * g->m * g->n * g->k);
-
-	if (count > along)
-		count = (int) along;
-	if (count < 2)
-	{
-		gemm_one(g, a, b, c);
-		return;
-	}
-	for (int t = 0; t < count; t++)
-	{
-		const int64_t lo = along * t / count, hi = along * (t + 1) / count;
-
-		parts[t] = (gemm_part) {*g, a, b, c};
-		if (by_rows)
-		{
-			parts[t].g.m = hi - lo;
-			parts[t].a += lo * g->a_m;
-			parts[t].c += lo * g->c_m;
-		}
-		else
-		{
-			parts[t].g.n = hi - lo;
-			parts[t].b += lo * g->b_n;
-			parts[t].c += lo * g->c_n;
-		}
-	}
-	run_parallel(gemm_part_run, (char *) parts, sizeof(gemm_part), count);
 }
 
 /* ---------------------------------------------------------------- vector x shared matrix */
@@ -336,76 +221,6 @@ vecmat_rows(const se_gemm *g, const double *const *a, const double *b, double *c
 	return true;
 }
 
-/* ---------------------------------------------------------------- packed products over threads */
-
-typedef struct sparse_part
-{
-	const se_sparse *sk;
-	const double *packed, *dense;
-	int64_t		nnz, from, to;
-	double	   *out;
-	bool		ok;
-	char		err[SE_ERRLEN];
-} sparse_part;
-
-static void *
-sparse_part_run(void *arg)
-{
-	sparse_part *p = (sparse_part *) arg;
-
-	p->ok = se_sparse_add(p->sk, p->packed, p->nnz, p->from, p->to, p->dense, p->out, p->err);
-	return NULL;
-}
-
-/* The packed input's element e's index on its outermost dim (-1 when out of range). */
-static int64_t
-outer_index(const se_sparse *sk, const double *packed, int64_t e)
-{
-	return packed[e] >= 0 && packed[e] < (double) sk->size ? (int64_t) packed[e] / sk->k_st[0] : -1;
-}
-
-/*
- * se_sparse_run with the packed input's elements cut into ranges at changes of its
- * outermost index (positions are sorted, so each index is one range), one thread each,
- * when the work pays for the threads and the ranges write disjoint parts of out.
- */
-static bool
-sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
-		   double *out, char *err)
-{
-	const int64_t nnz = n / 2;
-	double		work = (double) nnz;
-	sparse_part parts[MAX_THREADS];
-	int			count;
-
-	for (int f = 0; f < sk->nf; f++)
-		work *= (double) sk->f_dim[f];
-	count = threads_for(work);
-	if (n % 2 || count < 2 || sk->empty || !se_sparse_rows_disjoint(sk))
-		return se_sparse_run(sk, packed, n, dense, out, err);
-	if (sk->out_size > 0)
-		memset(out, 0, sizeof(double) * sk->out_size);
-	for (int t = 0; t < count; t++)
-	{
-		int64_t		from = t ? parts[t - 1].to : 0, to = t == count - 1 ? nnz : nnz * (t + 1) / count;
-
-		if (to < from)
-			to = from;
-		while (to > from && to < nnz && outer_index(sk, packed, to) >= 0 &&
-			   outer_index(sk, packed, to) == outer_index(sk, packed, to - 1))
-			to++;
-		parts[t] = (sparse_part) {sk, packed, dense, nnz, from, to, out, true, ""};
-	}
-	run_parallel(sparse_part_run, (char *) parts, sizeof(sparse_part), count);
-	for (int t = 0; t < count; t++)
-		if (!parts[t].ok)
-		{
-			memcpy(err, parts[t].err, SE_ERRLEN);
-			return false;
-		}
-	return true;
-}
-
 /* ---------------------------------------------------------------- se_kernel / se_value */
 
 /*
@@ -441,7 +256,7 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 			{
 				finite = x[d];
 				finite_len = n[d];
-				if (!sparse_run(&sk, x[s], n[s], x[d], out[row], err))
+				if (!se_sparse_run_threaded(&sk, x[s], n[s], x[d], out[row], err))
 				{
 					fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, s ? "b" : "a",
 							 (int) len, text, err);
@@ -470,7 +285,7 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 			x[k] = dense[k];
 		}
 		if (gemm)
-			gemm_run(&g, x[0], x[1], out[row]);
+			se_gemm_threaded(&g, x[0], x[1], out[row], true);
 		else
 			se_run_kernel(ks, x[0], x[1], out[row]);
 	}
@@ -593,7 +408,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 				end++;
 			if (end - row < 4)
 				for (idx_t r = row; r < end; r++)
-					gemm_run(&g, a[r], b[r], out[r]);
+					se_gemm_threaded(&g, a[r], b[r], out[r], true);
 			else if (!rows_blas(&g, a, b[row], out, row, end, ks->out_size) &&
 					 !vecmat_rows(&g, a, b[row], out, row, end))
 			{
@@ -611,7 +426,7 @@ kernel_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 			if (a[row] != NULL)
 			{
 				if (gemm)
-					gemm_run(&g, a[row], b[row], out[row]);
+					se_gemm_threaded(&g, a[row], b[row], out[row], true);
 				else
 					se_run_kernel(ks, a[row], b[row], out[row]);
 			}

@@ -313,7 +313,7 @@ kernel_run(KernelCache *kc, MemoryContext mcxt, const Datum *args, int arity,
 
 		if (all_finite(&kc->arg[1 - s], arr[1 - s], in[1 - s], len[1 - s]))
 		{
-			if (!se_sparse_run(&kc->sparse, in[s], len[s], in[1 - s], od, err))
+			if (!se_sparse_run_threaded(&kc->sparse, in[s], len[s], in[1 - s], od, err))
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("%s: input %s of spec \"%s\": %s", fname, s ? "b" : "a",
 									   kc->spec, err)));
@@ -325,8 +325,8 @@ kernel_run(KernelCache *kc, MemoryContext mcxt, const Datum *args, int arity,
 			in[k] = unpack_input(kc, k, in[k], len[k], fname);
 	if (!kc->is_gemm)
 		se_run_kernel(ks, in[0], in[1], od);
-	else if (!se_blas || !se_gemm_blas(&kc->gemm, in[0], in[1], od))
-		se_gemm_run(&kc->gemm, in[0], in[1], od);
+	else
+		se_gemm_threaded(&kc->gemm, in[0], in[1], od, se_blas);
 }
 
 /* kernel_run on the arguments of a call se_kernelN/se_valueN(spec, a[, b]). */
@@ -499,8 +499,7 @@ rows_chunk(FunctionCallInfo fcinfo, WindowObject win, RowsCache *rc, RowsChunk *
 	/* the rows as one product: (rows m) x k times b, into (rows m) x n */
 	big = (se_gemm) {.batch = 1, .m = rows * g->m, .n = g->n, .k = g->k, .a_m = g->k, .a_k = 1,
 		.b_k = g->b_k, .b_n = g->b_n, .c_m = g->n, .c_n = 1};
-	if (!se_blas || !se_gemm_blas(&big, rc->a, b, rc->c))
-		se_gemm_run(&big, rc->a, b, rc->c);
+	se_gemm_threaded(&big, rc->a, b, rc->c, se_blas);
 }
 
 /*
