@@ -206,10 +206,11 @@ class CostModel:
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, choice: Choice) -> bool:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
-        one-tuple operands bound once) above the memory cap, no payload longer than the
-        SQL dialect's arrays hold (none at all with `scalars_only`), padded tiles only
-        where padding stays zero (see `pads_safely`), and, where aggregate states cannot
-        spill, no more groups x state size than the cap."""
+        one-tuple operands bound once, and their results unless `kernel_summed`) above
+        the memory cap, no payload longer than the SQL dialect's arrays hold (none at all
+        with `scalars_only`), padded tiles only where padding stays zero (see
+        `pads_safely`), and, where aggregate states cannot spill, no more groups x state
+        size than the cap."""
         found = self._fits.get((v.name, choice))
         if found is None:
             found = self._fits[(v.name, choice)] = self._fit(v, choice)
