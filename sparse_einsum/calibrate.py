@@ -91,7 +91,7 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, str, d
 
 def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     """The cost of `plan` under other constants, without its loads (timed apart)."""
-    model = CostModel(ctx.dag, ctx.stats, params)
+    model = CostModel(ctx.dag, ctx.stats, params, kernel_sums=ctx.model.kernel_sums)
     items = SearchSpace(ctx.dag, model, ctx.stored).items(plan.choices)
     return sum(cost for item, cost in items.items() if not isinstance(item, LoadItem))
 

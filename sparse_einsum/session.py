@@ -217,6 +217,7 @@ class Session:
                 "max_payload_values": self.dialect.max_payload_values,
                 "sparse_payloads": self.dialect.sparse_payloads,
                 "packed_stacks": bool(self.dialect.packed_stack_sql),
+                "kernel_sums": self.dialect.kernel_sums,
                 "bound_states": self.dialect.unspillable_state,
                 "pipelines": self.dialect.pipeline_depth > 0,
                 "constants_once": self.dialect.broadcast_constants,

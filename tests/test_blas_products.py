@@ -91,6 +91,29 @@ def test_products_cost_c_gemm_per_flop(program, product):
     assert costs[1] == (costs[0] / 4 if product else costs[0]) and costs[0] > 0
 
 
+def test_a_contraction_over_keys_is_summed_unformed(duck):
+    """X^T Y with the summed label promoted: DuckDB sums the rows' outer products in
+    se_ksum (one matrix product over the rows), which the cost model prices at c_gemm
+    per flop, with no adds and no results per tuple in the memory cap."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(500, 40)), rng.normal(size=(500, 30))
+    with einsum_session("jf,jh->fh", x, y, backend=duck) as session:
+        sql = " ".join(s.sql for s in session.compile("Jf,Jh->fh").steps)
+        assert "se_ksum(" in sql and "se_vsum(" not in sql
+        np.testing.assert_allclose(session.run("Jf,Jh->fh").outputs["OUT"], x.T @ y,
+                                   rtol=1e-10, atol=1e-10)
+        ctx = session.optimizer()
+        v = ctx.dag.vertex("OUT")
+        choice = session.plan("Jf,Jh->fh").choices["OUT"]
+        params = CostParams(0, 1.0, 0, 1.0, c_gemm=0.25)
+        summed, formed = (CostModel(ctx.dag, ctx.stats, params, 500 * 40 * 30 * 8.0,
+                                    kernel_sums=on) for on in (True, False))
+        assert summed.kernel_summed(v, choice) and not formed.kernel_summed(v, choice)
+        assert summed.vertex(v, choice).kernel == formed.vertex(v, choice).kernel / 4
+        assert summed.vertex(v, choice).aggregate < formed.vertex(v, choice).aggregate
+        assert summed.fits(v, choice) and not formed.fits(v, choice)
+
+
 _WITHOUT_BLAS = """
 import duckdb, numpy as np
 from sparse_einsum import einsum

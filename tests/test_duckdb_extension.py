@@ -212,10 +212,57 @@ def test_aggregates_in_parallel(con, groups, agg, ufunc):
     assert np.isnan(want[g[7], 3])
 
 
+KERNEL_SUM_SPECS = ["mul;sum;2;3,4;1,0;0,1",           # outer products: X^T Y over the rows
+                    "mul;sum;2;4,3;0,1;1,0",           # ... into a transposed result
+                    "mul;sum;2;3,5,4;4,0,1;0,1,5",     # matrix products, stacked along k
+                    "mul;sum;1;3,4;1,0;0,1",           # a one-sided sum (no matrix product)
+                    "mul;sum;1;3,4;4,1;4,1",           # a batch (no stacking)
+                    "mul;sum;2;3,4;4,1;4,1"]           # element-wise
+
+
+@pytest.mark.parametrize("spec", KERNEL_SUM_SPECS + [random_spec(np.random.default_rng(s), "mul", "sum")[0]
+                                                     for s in range(6)])
+@pytest.mark.parametrize("n_groups", [1, 3, 700])
+def test_kernel_sums_in_parallel(con, spec, n_groups):
+    """se_ksum(spec, a, b) = the sum of se_kernel2(spec, a, b) over a group's rows, grouped
+    over two threads; with an inf meeting zeros NaN, as the kernels give."""
+    rng = np.random.default_rng(len(spec) + n_groups)
+    _, _, _, dims, *strides = spec.split(";")
+    dims = [int(d) for d in dims.split(",")]
+    sizes = [1 + sum((d - 1) * int(t) for d, t in zip(dims, st.split(","))) for st in strides]
+    n = 1500
+    a, b = rng.normal(size=(n, sizes[0])), rng.normal(size=(n, sizes[1]))
+    a[11, :] = 0.0
+    a[11, 0] = np.inf
+    g = rng.integers(0, n_groups, n)
+    con.execute("SET threads = 2")
+    con.execute("CREATE OR REPLACE TABLE t_ksum AS SELECT unnest(?) AS g, unnest(?::DOUBLE[][]) AS a, "
+                "unnest(?::DOUBLE[][]) AS b", [g.tolist(), a.tolist(), b.tolist()])
+    result = con.execute(f"SELECT g, se_ksum('{spec}', a, b) FROM t_ksum GROUP BY g ORDER BY g").fetchall()
+    rows = np.array([ref_kernel(spec, a[r], b[r]) for r in range(n)]).reshape(n, -1)
+    want = np.zeros((n_groups, rows.shape[1]))
+    np.add.at(want, g, rows)
+    np.testing.assert_allclose(np.array([r[1] for r in result]).reshape(len(result), -1),
+                               want[[r[0] for r in result]], rtol=1e-9, atol=1e-9, err_msg=spec)
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("SELECT se_ksum('add;sum;1;2;1;1', [1.0, 2.0], [1.0, 2.0])", "not a product-sum"),
+    ("SELECT se_ksum('mul;sum;2;3,4;1,0;0,1', [1.0, 2.0], [1.0, 2.0, 3.0, 4.0])",
+     "input a has 2 elements but spec .* reads 3"),
+    ("SELECT se_ksum('mul;sum;1;2;~1;1', [0.0, 2.0], [1.0, 2.0])", "not a product-sum of two dense"),
+])
+def test_kernel_sum_errors(con, sql, message):
+    with pytest.raises(duckdb.Error, match=message):
+        con.execute(sql).fetchall()
+
+
 def test_aggregates_skip_nulls_and_give_null_for_nothing(con):
     assert con.execute("SELECT se_vsum(v) FROM (SELECT [1.0] AS v) WHERE false").fetchall() == [(None,)]
     assert con.execute("SELECT se_vmax(v), se_wsum(w, v) FROM (VALUES ([1.0, 5.0], 2.0), (NULL, 1.0), "
                        "([3.0, 2.0], NULL)) t(v, w)").fetchall() == [([3.0, 5.0], [2.0, 10.0])]
+    assert con.execute("SELECT se_ksum('mul;sum;1;2;1;1', v, w) FROM (VALUES ([1.0, 5.0], [2.0, 1.0]), "
+                       "(NULL, [1.0, 1.0]), ([3.0, 2.0], NULL)) t(v, w)").fetchall() == [([2.0, 5.0],)]
 
 
 def test_split_and_stack_round_trip(con):

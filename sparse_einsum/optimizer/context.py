@@ -37,7 +37,8 @@ class OptimizerContext:
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
               memory_cap: float | None = None, max_payload_values: int | None = None,
               scalars_only: bool = False, sparse_payloads: bool = True,
-              packed_stacks: bool = False, bound_states: bool = False, pipelines: bool = True,
+              packed_stacks: bool = False, kernel_sums: bool = False,
+              bound_states: bool = False, pipelines: bool = True,
               constants_once: bool = True, state_cap: float | None = None,
               stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
@@ -45,7 +46,8 @@ class OptimizerContext:
         """`bound_states`: array aggregates keep their states where the engine cannot spill
         them, so groups x state size must stay within `state_cap` (default: the memory
         cap; all groups' states are alive at once, unlike tuples); `packed_stacks`:
-        the engine packs scalars into sparse payloads directly; `pipelines`: intermediates
+        the engine packs scalars into sparse payloads directly; `kernel_sums`: it sums a
+        product's results over joined tuples without forming them; `pipelines`: intermediates
         read once stream into their reader (no table written); `constants_once`: the engine
         binds a one-tuple operand into the kernel once, not with every batch of rows."""
         stats = propagate(dag, input_stats)
@@ -53,7 +55,8 @@ class OptimizerContext:
         model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
                           sparse_payloads,
                           max_state_bytes=(state_cap or cap) if bound_states else None,
-                          packed_stacks=packed_stacks, pipelines=pipelines,
+                          packed_stacks=packed_stacks, kernel_sums=kernel_sums,
+                          pipelines=pipelines,
                           constants_once=constants_once)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)

@@ -191,11 +191,14 @@ class Compiler:
         spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in joined]
         agg_promoted = [l for l in v.agg_labels if l in up]
-        # a sum of scalar * vector products the engine adds up without forming them
+        factored = [aliases[k] for k, o in enumerate(v.operands) if o.tensor in self.factors]
+        # a sum of products the engine adds up without forming them (a scalar factor
+        # beside an operand scales the scalar * vector form's vector only)
         fused = (d.weighted_sum(spec, values, lists)
                  if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
                  and domain == "join" and not any(rel.sparse for rel in inputs) else None)
-        factored = [aliases[k] for k, o in enumerate(v.operands) if o.tensor in self.factors]
+        if fused and factored and "val" not in fused[0]:
+            fused = None
         if v.name in self.factors:
             f = self.factors[v.name]
             columns = {"val": values[1 - f], FACTOR: values[f]}

@@ -57,6 +57,9 @@ class Dialect:
     packed_stack_sql: ClassVar[str] = ""
     unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
     null_arrays_are_zeros: ClassVar[bool] = False  # kernels read a NULL array as all zeros
+    # an aggregate sums a product kernel's results over the joined tuples without forming
+    # them (a contraction over a promoted label: one matrix product over the tuples)
+    kernel_sums: ClassVar[bool] = False
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
     # an intermediate read by one statement only is a common table expression of that
@@ -155,8 +158,9 @@ class Dialect:
     def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
                      ) -> tuple[dict[str, str], str] | None:
         """For a sum of the kernel's results that the engine computes without forming them
-        (sum of scalar * vector): the columns to select per tuple and the aggregate over
-        them; None when the kernel is not such a product or the engine has no such sum."""
+        (sum of scalar * vector; with `kernel_sums`, of any product of two arrays): the
+        columns to select per tuple and the aggregate over them; None when the kernel is
+        not such a product or the engine has no such sum."""
         return None
 
     def shared_matrix_kernel(self, spec: KernelSpec, args: list[str]) -> str | None:

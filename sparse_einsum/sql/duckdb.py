@@ -101,6 +101,7 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     operation_sql = "duckdb-builtin"       # scalar SQL that the 1.5 shell evaluates as 2.0 does
     unspillable_state = True               # the extension's aggregate states live in malloc
     null_arrays_are_zeros = True           # (COALESCE copies a big list slowly)
+    kernel_sums = True                     # se_ksum
     kernels = "native C: the sparse_einsum DuckDB extension"
     # one sort in C (two list(... ORDER BY) aggregates sorted 505k scalars twice: 7x slower)
     packed_stack_sql = "se_stack_packed(CAST({pos} AS BIGINT), CAST({val} AS DOUBLE))"

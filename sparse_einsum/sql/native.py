@@ -6,6 +6,8 @@ the same names and arguments (udf_kernels/postgres, udf_kernels/duckdb):
     se_value1/2(kernel spec, a[, b])    its one element, for a scalar result
     se_vsum/se_vmax/se_vmin(v)          element-wise aggregates
     se_wsum(w, v)                       sum of w * v, never forming w * v
+    se_ksum(kernel spec, a, b)          sum of a product kernel's results, never forming
+                                        them (DuckDB: one matrix product per run of rows)
     se_take(gather spec, a, pos)        one piece of an array (NULL when all +0.0)
                                         (PostgreSQL; DuckDB: se_split(gather spec, a),
                                         every piece at once)
@@ -69,9 +71,11 @@ class NativeDialect(Dialect):
     def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
                      ) -> tuple[dict[str, str], str] | None:
         k = scaled_vector(spec, lists)
-        if k is None:
-            return None
-        return {"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)"
+        if k is not None:
+            return {"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)"
+        if self.kernel_sums and spec.op == "mul" and spec.arity == 2 and all(lists):
+            return {"se_a": args[0], "se_b": args[1]}, f"se_ksum({spec_literal(spec)}, se_a, se_b)"
+        return None
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:

@@ -5,6 +5,24 @@
  */
 #include "se_kernel.h"
 
+/* c[i,j] += sum_r at[r,i] bt[r,j] with C loops: one axpy per (r, i) over a row of bt. */
+static void
+gemm_tn_add_loops(int64_t m, int64_t n, int64_t k, const double *at, const double *bt, double *c,
+				  int64_t c_m, int64_t c_n)
+{
+	for (int64_t r = 0; r < k; r++)
+		for (int64_t i = 0; i < m; i++)
+		{
+			const double x = at[r * m + i];
+
+			if (c_n == 1 || n == 1)
+				se_axpy(n, x, bt + r * n, c + i * c_m);
+			else
+				for (int64_t j = 0; j < n; j++)
+					c[i * c_m + j * c_n] += x * bt[r * n + j];
+		}
+}
+
 #ifdef SE_BLAS
 
 #include <limits.h>
@@ -103,6 +121,21 @@ se_gemm_blas(const se_gemm *g, const double *a, const double *b, double *c)
 	return true;
 }
 
+void
+se_gemm_tn_add(int64_t m, int64_t n, int64_t k, const double *at, const double *bt, double *c,
+			   int64_t c_m, int64_t c_n)
+{
+	if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && c_m <= INT_MAX && c_n <= INT_MAX &&
+		(c_n == 1 || n == 1))
+		cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int) m, (int) n, (int) k, 1.0,
+					at, (int) m, bt, (int) n, 1.0, c, (int) (m > 1 && c_m > 1 ? c_m : n));
+	else if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && c_n <= INT_MAX && c_m == 1)
+		cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int) n, (int) m, (int) k, 1.0,
+					bt, (int) n, at, (int) m, 1.0, c, (int) (n > 1 ? c_n : m));
+	else
+		gemm_tn_add_loops(m, n, k, at, bt, c, c_m, c_n);
+}
+
 #else							/* no BLAS in this build */
 
 const char *const se_blas_name = NULL;
@@ -118,6 +151,13 @@ se_gemm_blas(const se_gemm *g, const double *a, const double *b, double *c)
 {
 	(void) g, (void) a, (void) b, (void) c;
 	return false;
+}
+
+void
+se_gemm_tn_add(int64_t m, int64_t n, int64_t k, const double *at, const double *bt, double *c,
+			   int64_t c_m, int64_t c_n)
+{
+	gemm_tn_add_loops(m, n, k, at, bt, c, c_m, c_n);
 }
 
 #endif

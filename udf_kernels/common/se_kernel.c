@@ -445,6 +445,12 @@ collapse(const int64_t *dims, const int *tt, int nt, const int64_t *const *st, i
 }
 
 bool
+se_kspec_product_sum(const se_kspec *ks)
+{
+	return ks->op == OP_mul && ks->agg == SE_AGG_SUM && ks->arity == 2;
+}
+
+bool
 se_kspec_gemm(const se_kspec *ks, se_gemm *g)
 {
 	int			tt[N_GROUPS][SE_MAXDIMS], nt[N_GROUPS] = {0};
@@ -452,7 +458,7 @@ se_kspec_gemm(const se_kspec *ks, se_gemm *g)
 	const int64_t *ops[3] = {ks->st[0], ks->st[1], oc};
 	int64_t		s[3];
 
-	if (ks->op != OP_mul || ks->agg != SE_AGG_SUM || ks->arity != 2 || ks->out_size == 0)
+	if (!se_kspec_product_sum(ks) || ks->out_size == 0)
 		return false;
 	for (int t = ks->n_out - 1; t >= 0; t--)
 	{

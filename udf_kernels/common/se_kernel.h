@@ -92,6 +92,9 @@ bool		se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err);
 /* out[o] = AGG_r OP(a[..], b[..]) for one tuple (b NULL for a unary spec). */
 void		se_run_kernel(const se_kspec *ks, const double *a, const double *b, double *out);
 
+/* Whether the kernel is a product of its two inputs, summed. */
+bool		se_kspec_product_sum(const se_kspec *ks);
+
 /* Whether the kernel is a matrix product; fills g. */
 bool		se_kspec_gemm(const se_kspec *ks, se_gemm *g);
 
@@ -104,6 +107,11 @@ extern const char *const se_blas_name;
 /* A matrix product with BLAS; false (c untouched or partly written) when the build has no
  * BLAS or the strides do not suit it: run se_gemm_run then. */
 bool		se_gemm_blas(const se_gemm *g, const double *a, const double *b, double *c);
+
+/* c[i,j] += sum_r at[r,i] bt[r,j] (at: k x m, bt: k x n, both row-major; c strided), with
+ * BLAS where the build has it and c's layout suits it, else C loops. */
+void		se_gemm_tn_add(int64_t m, int64_t n, int64_t k, const double *at, const double *bt,
+						   double *c, int64_t c_m, int64_t c_n);
 
 /* ---------------------------------------------------------------- se_threads.c */
 

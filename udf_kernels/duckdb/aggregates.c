@@ -7,6 +7,11 @@
  *                                        to position pos of a zero tensor of SIZE elements
  *   se_stack_packed(pos, val)            packs scalars val at flat positions pos into a
  *                                        packed sparse payload (positions sorted, then values)
+ *   se_ksum(spec, a, b)                  element-wise SUM of a product-sum kernel's results
+ *                                        (se_kernel2(spec, a, b)), without forming them: a
+ *                                        run of rows of one group that is a matrix product
+ *                                        is one product over the rows stacked (a row of A^T
+ *                                        B per row: the contraction over the group's rows)
  *
  * A group's state is one array allocated on its first row (never per row), outside
  * DuckDB's buffer manager: it cannot spill, so the planner bounds groups x state size.
@@ -31,6 +36,7 @@ static const vagg_info VSUM = {"se_vsum", SE_AGG_SUM, false};
 static const vagg_info VMAX = {"se_vmax", SE_AGG_MAX, false};
 static const vagg_info VMIN = {"se_vmin", SE_AGG_MIN, false};
 static const vagg_info WSUM = {"se_wsum", SE_AGG_SUM, true};
+static const vagg_info KSUM = {"se_ksum", SE_AGG_SUM, false};	/* its combine */
 
 /* Report an error through DuckDB (raised when the callback returns). */
 static void
@@ -560,6 +566,161 @@ packed_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckd
 	}
 }
 
+/* ---------------------------------------------------------------- se_ksum */
+
+#define KSUM_BUFFER (1 << 20)	/* doubles of the stacked rows of one product (8 MiB) */
+
+typedef struct ksum_row
+{
+	vstate	   *st;
+	const double *a, *b;
+} ksum_row;
+
+static int
+by_state(const void *x, const void *y)
+{
+	const vstate *s = ((const ksum_row *) x)->st, *t = ((const ksum_row *) y)->st;
+
+	return s < t ? -1 : s > t;
+}
+
+/* The state of `st` started as out_size zeros; false when out of memory. */
+static bool
+kstate_start(vstate *st, int64_t out_size)
+{
+	st->v = (double *) calloc((size_t) (out_size > 0 ? out_size : 1), sizeof(double));
+	st->len = out_size;
+	return st->v != NULL;
+}
+
+/* Rows [lo, hi) of one state, a matrix product each: their a^T and b stacked along k into
+ * at and bt (at most `cap` stacked rows at a time), each stack added in one product. */
+static void
+ksum_stacked(const se_gemm *g, const ksum_row *rows, idx_t lo, idx_t hi, double *at, double *bt,
+			 int64_t cap)
+{
+	int64_t		used = 0;
+
+	for (idx_t r = lo; r < hi; r++)
+	{
+		for (int64_t kk = 0; kk < g->k; kk++, used++)
+		{
+			for (int64_t i = 0; i < g->m; i++)
+				at[used * g->m + i] = rows[r].a[i * g->a_m + kk * g->a_k];
+			for (int64_t j = 0; j < g->n; j++)
+				bt[used * g->n + j] = rows[r].b[kk * g->b_k + j * g->b_n];
+		}
+		if (used + g->k > cap || r + 1 == hi)
+		{
+			se_gemm_tn_add(g->m, g->n, used, at, bt, rows[lo].st->v, g->c_m, g->c_n);
+			used = 0;
+		}
+	}
+}
+
+/* The chunk's rows sorted by state; each state's rows, where the kernel is a matrix
+ * product, one product of the rows stacked (else the kernel per row, added). */
+static void
+ksum_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states)
+{
+	idx_t		n = duckdb_data_chunk_get_size(input), valid = 0;
+	se_arg		args[2];
+	se_kspec	ks;
+	se_gemm		g;
+	char		err[SE_ERRLEN];
+	const char *text = NULL;
+	uint32_t	len = 0;
+	ksum_row   *rows = NULL;
+	double	   *scratch = NULL, *at = NULL;
+	int64_t		cap = 0;
+	bool		stacked;
+
+	if (n == 0)
+		return;
+	se_arg_init(&args[0], input, 1, true);
+	se_arg_init(&args[1], input, 2, true);
+	se_text(input, 0, 0, &text, &len);
+	if (text == NULL)
+		FAIL(info, "se_ksum: the spec is NULL");
+	if (!se_parse_kspec(text, len, &ks, err))
+		FAIL(info, "se_ksum: invalid kernel spec \"%.*s\": %s", (int) len, text, err);
+	if (!se_kspec_product_sum(&ks) || ks.packed[0] || ks.packed[1])
+		FAIL(info, "se_ksum: spec \"%.*s\" is not a product-sum of two dense arrays", (int) len, text);
+	if ((rows = (ksum_row *) malloc(n * sizeof(ksum_row))) == NULL)
+		FAIL(info, "se_ksum: out of memory");
+	for (idx_t row = 0; row < n; row++)
+	{
+		const char *t;
+		uint32_t	tl;
+		const double *in[2];
+		int64_t		nk[2];
+		bool		bad = false;
+
+		se_text(input, 0, row, &t, &tl);
+		if (t == NULL || tl != len || memcmp(t, text, len) != 0)
+		{
+			agg_error(info, "se_ksum: the spec changes within a chunk (\"%.*s\")", (int) len, text);
+			goto done;
+		}
+		if (!se_arg_row(&args[0], row, &in[0], &nk[0], &bad) || !se_arg_row(&args[1], row, &in[1], &nk[1], &bad))
+			continue;			/* a NULL array adds nothing */
+		if (bad)
+		{
+			agg_error(info, "se_ksum: an array contains NULL elements");
+			goto done;
+		}
+		for (int k = 0; k < 2; k++)
+			if (nk[k] < ks.need[k])
+			{
+				agg_error(info, "se_ksum: input %s has %lld elements but spec \"%.*s\" reads %lld",
+						  k ? "b" : "a", (long long) nk[k], (int) len, text, (long long) ks.need[k]);
+				goto done;
+			}
+		rows[valid].st = (vstate *) states[row];
+		if (rows[valid].st->v == NULL && !kstate_start(rows[valid].st, ks.out_size))
+		{
+			agg_error(info, "se_ksum: out of memory for a state of %lld doubles", (long long) ks.out_size);
+			goto done;
+		}
+		rows[valid].a = in[0];
+		rows[valid++].b = in[1];
+	}
+	qsort(rows, valid, sizeof(ksum_row), by_state);
+	stacked = se_kspec_gemm(&ks, &g) && g.batch == 1;
+	if (stacked)
+	{
+		cap = KSUM_BUFFER / (g.m + g.n) > g.k ? KSUM_BUFFER / (g.m + g.n) : g.k;
+		at = (double *) malloc(sizeof(double) * (size_t) (cap * (g.m + g.n)));
+	}
+	else
+		scratch = (double *) malloc(sizeof(double) * (size_t) (ks.out_size > 0 ? ks.out_size : 1));
+	if (at == NULL && scratch == NULL)
+	{
+		agg_error(info, "se_ksum: out of memory");
+		goto done;
+	}
+	for (idx_t row = 0; row < valid;)
+	{
+		idx_t		end = row + 1;
+
+		while (end < valid && rows[end].st == rows[row].st)
+			end++;
+		if (stacked)
+			ksum_stacked(&g, rows, row, end, at, at + cap * g.m, cap);
+		else
+			for (idx_t r = row; r < end; r++)
+			{
+				se_run_kernel(&ks, rows[r].a, rows[r].b, scratch);
+				se_vagg_update(SE_AGG_SUM, rows[r].st->v, scratch, ks.out_size);
+			}
+		row = end;
+	}
+done:
+	free(rows);
+	free(scratch);
+	free(at);
+}
+
 /* ---------------------------------------------------------------- registration */
 
 typedef struct agg_def
@@ -575,6 +736,7 @@ typedef struct agg_def
 static const agg_def VAGG = {vstate_size, vstate_init, vagg_update, vagg_combine, array_finalize, vstate_destroy};
 static const agg_def STACK = {sstate_size, sstate_init, stack_update, stack_combine, array_finalize, sstate_destroy};
 static const agg_def PACKED = {pstate_size, pstate_init, packed_update, packed_combine, packed_finalize, pstate_destroy};
+static const agg_def KSUM_AGG = {vstate_size, vstate_init, ksum_update, vagg_combine, array_finalize, vstate_destroy};
 
 /* One overload: parameters are DOUBLE (0), DOUBLE[] (1) or VARCHAR (2), BIGINT (3). */
 static bool
@@ -610,7 +772,7 @@ bool
 se_register_aggregates(duckdb_connection con)
 {
 	static const int vec[] = {1}, wvec[] = {0, 1}, stack_list[] = {2, 1, 3}, stack_scalar[] = {2, 0, 3},
-				packed[] = {3, 0};
+				packed[] = {3, 0}, ksum[] = {2, 1, 1};
 	const vagg_info *vaggs[] = {&VSUM, &VMAX, &VMIN, &WSUM};
 	bool		ok = true;
 
@@ -635,6 +797,13 @@ se_register_aggregates(duckdb_connection con)
 		duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set("se_stack_packed");
 
 		ok = ok && add_overload(set, "se_stack_packed", &PACKED, packed, 2, NULL);
+		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
+		duckdb_destroy_aggregate_function_set(&set);
+	}
+	{
+		duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set("se_ksum");
+
+		ok = ok && add_overload(set, "se_ksum", &KSUM_AGG, ksum, 3, &KSUM);
 		ok = ok && duckdb_register_aggregate_function_set(con, set) == DuckDBSuccess;
 		duckdb_destroy_aggregate_function_set(&set);
 	}
