@@ -3,17 +3,18 @@ side, and the Spark cost model's top 3 plans against their measured times (the p
 Table 2 columns Opt / 2nd / 3rd).
 
     python -m experiments.bench_spark [--dataset ogbn-arxiv] [--workers 1,2] [--top 3]
-        [--repeats 3] [--hidden 256] [--worker-memory 4096] [--out experiments/results]
+        [--repeats 3] [--no-warmup] [--hidden 256] [--worker-memory 4096]
+        [--out experiments/results]
 
 Each configuration is what a user runs: a `Session` on the program and the data with
 the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core each; the
 plans are ranked with the Spark constants and the cluster's parallelism), its plan and
-``session.run``. Each plan runs once to warm up, then the plans run ``--repeats`` times
-in turn (round robin). Reported per plan: the estimated cost, the median and range of
-the wall time as the user sees it (loading the inputs, the statements, fetching the
-result) and of the statements alone, whether it was the fastest of the top plans, and
-the median seconds of each step; every result is checked against scipy. Spark's
-start-up is reported separately. Results: ``bench_spark_gcn2_<dataset>.csv`` in --out
+``session.run``. Each plan runs once to warm up (not with --no-warmup), then the plans
+run ``--repeats`` times in turn (round robin). Reported per plan: the estimated cost, the
+median and range of the wall time as the user sees it (loading the inputs, the
+statements, fetching the result) and of the statements alone, whether it was the fastest
+of the top plans, and the median seconds of each step; every result is checked against
+scipy. Spark's start-up is reported separately. Results: ``bench_spark_gcn2_<dataset>.csv`` in --out
 and the log ``.txt`` in <out>/generated (next to the CSV with --publish).
 """
 from __future__ import annotations
@@ -62,9 +63,9 @@ def step_medians(runs: list) -> dict[str, float]:
 
 
 def run_configuration(label: str, backend, w, top: int, repeats: int, reference, scale: float,
-                      log) -> list[dict]:
-    """The top plans of the ranking, each run once to warm up, then `repeats` times in
-    turn (round robin: load and noise fall on every plan alike)."""
+                      log, warmup: bool = True) -> list[dict]:
+    """The top plans of the ranking, each run once to warm up (unless not `warmup`), then
+    `repeats` times in turn (round robin: load and noise fall on every plan alike)."""
     with Session(w.program, w.data, backend=backend) as session:
         ranked = session.plans("rank:1", top)
         constants = session.optimizer().model.p
@@ -75,9 +76,10 @@ def run_configuration(label: str, backend, w, top: int, repeats: int, reference,
             for line in plan.describe(session.dag).splitlines():
                 log(f"      {line}")
         start = time.perf_counter()
-        for plan in ranked:
+        for plan in ranked if warmup else ():
             run_once(session, plan, reference, scale)
-        log(f"  warm-up (each plan once): {time.perf_counter() - start:.1f} s")
+        if warmup:
+            log(f"  warm-up (each plan once): {time.perf_counter() - start:.1f} s")
         walls: list[list[float]] = [[] for _ in ranked]
         runs: list[list] = [[] for _ in ranked]
         for _ in range(repeats):
@@ -113,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=3, help="plans of the ranking to time")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="time the first runs too (at ogbn-arxiv size a run takes minutes)")
     ap.add_argument("--worker-memory", type=int, default=4096, help="MB per worker")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"\nSpark {master} started in {time.perf_counter() - start:.1f} s")
         with spark:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,
-                                      reference, scale, log)
+                                      reference, scale, log, not args.no_warmup)
 
     log("\n| configuration | rank | est. cost | wall s (median, min-max) | statements s "
         "(median, min-max) | fastest | plan |\n|---|---|---|---|---|---|---|")

@@ -15,7 +15,10 @@ operation table and call the backend's scalar UDFs ``se_<op>``.
 """
 from __future__ import annotations
 
-from ..program.ops import CONSTANT, split_code
+from ..kernels.build import row_major_strides
+from ..kernels.spec import KernelSpec
+from ..program.ops import CONSTANT, render_sql, split_code
+from .steps import StepBuilder, TableRelation
 from .udf import UDFDialect
 
 SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scalar_kernel
@@ -39,6 +42,38 @@ class SparkDialect(UDFDialect):
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         """A temporary view; the backend materializes it when it is created."""
         return f"CREATE OR REPLACE TEMPORARY VIEW {self.q(table)} AS {select}"
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        """Element-wise kernels with Spark SQL for their operation are ``transform`` or
+        ``zip_with`` lambdas, run in the JVM (an Arrow UDF's round trip through Python
+        took twice as long for a scalar times an array); others are Arrow UDFs."""
+        if constant is None and not any(sparse):
+            lambda_sql = self.elementwise(spec, args, lists)
+            if lambda_sql:
+                return lambda_sql
+        return super().kernel(step, spec, args, lists, constant, sparse)
+
+    def elementwise(self, spec: KernelSpec, args: list[str], lists: list[bool]) -> str | None:
+        """SQL of a kernel that reduces nothing and reads each array element by element in
+        the output's order (and every scalar as it is); None for other kernels."""
+        if spec.n_out != len(spec.dims) or not 1 <= sum(lists) <= 2:
+            return None
+        order = [s for s, d in zip(row_major_strides(list(spec.dims)), spec.dims) if d > 1]
+        for is_list, strides, size in zip(lists, spec.strides, spec.in_sizes):
+            used = [s for s, d in zip(strides, spec.dims) if d > 1]
+            if (used != order or size != spec.out_size) if is_list else any(used):
+                return None
+        names = iter(("se_x", "se_y"))
+        elements = [next(names) if is_list else arg for arg, is_list in zip(args, lists)]
+        body = render_sql(spec.op, self.name, self.num, *elements)
+        if body is None:
+            return None
+        arrays = [arg for arg, is_list in zip(args, lists) if is_list]
+        if len(arrays) == 1:
+            return f"transform({arrays[0]}, se_x -> {body})"
+        return f"zip_with({arrays[0]}, {arrays[1]}, (se_x, se_y) -> {body})"
 
     def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
         op, c = split_code(code)
