@@ -15,10 +15,10 @@
  * without BLAS, four rows at a time, skipping rows of it that only meet zeros); other
  * specs run the strided loop. An input marked ~ in the spec is a packed sparse payload:
  * a product-sum with one runs over its non-zeros (densified where the dense input holds
- * inf or NaN; split over threads by the packed input's rows when it is big: one tuple of
- * a whole sparse matrix is one call), other kernels densify it. A NULL array argument is all zeros (a tuple
- * missing from an outer join: cheaper than COALESCE, which copies big lists slowly); a
- * NULL scalar argument or spec gives NULL.
+ * inf or NaN), other kernels densify it. A big product (one tuple of a whole matrix is
+ * one call) runs on one thread per core (../common/se_threads.c). A NULL array argument
+ * is all zeros (a tuple missing from an outer join: cheaper than COALESCE, which copies
+ * big lists slowly); a NULL scalar argument or spec gives NULL.
  */
 #include "se_duckdb.h"
 
