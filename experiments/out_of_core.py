@@ -1,6 +1,6 @@
 """Out of core: a GCN on an ogbn-arxiv-sized graph under a memory limit, SQL vs NumPy/scipy/PyTorch.
 
-    python -m experiments.out_of_core [--workload gcn2|gcn_layer] [--dataset ogbn-arxiv]
+    python -m experiments.out_of_core [--workload gcn2|gcn_layer|gcn2-train] [--dataset ogbn-arxiv]
         [--hidden 256] [--memory-limit 2GB] [--temp-directory DIR]
         [--methods sql,scipy,torch,numpy-dense] [--timeout 3600] [--out experiments/results]
         [--publish]
@@ -24,6 +24,11 @@ each one's peak memory is its own (``ru_maxrss`` of the child, from ``wait4``):
 * ``numpy-dense``: plain NumPy with N as a dense n x n array (169,343^2 doubles = 229 GB):
   the dense-intermediate formulation, which cannot fit.
 
+``--workload gcn2-train`` times one training iteration (forward, backward, Adam) of
+``experiments.train_gcn``'s GCN instead (methods ``sql`` and ``torch``): ``sql`` is a
+`Trainer` on DuckDB (parameters in tables, one iteration after the setup), ``torch`` the
+same model in PyTorch; the loss of the iteration is reported and compared.
+
 The library methods run under ``resource.setrlimit(RLIMIT_AS, ...)`` set to the
 address space the child has after generating the inputs and importing everything,
 plus the limit: each side gets the same working budget on top of the inputs (the
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import os
 import platform
@@ -58,6 +64,15 @@ DESCRIPTIONS = {
     "torch": "torch.sparse CSR N x dense torch features/hidden states",
     "numpy-dense": "NumPy with N as a dense n x n array (the dense-intermediate formulation)",
 }
+TRAIN = "gcn2-train"
+TRAIN_DESCRIPTIONS = {
+    "sql": "one training iteration (forward, backward, Adam), sparse-einsum Trainer on DuckDB",
+    "torch": "one training iteration of the same GCN in PyTorch (torch.sparse CSR A)",
+}
+
+
+def descriptions(workload: str) -> dict[str, str]:
+    return TRAIN_DESCRIPTIONS if workload == TRAIN else DESCRIPTIONS
 
 
 def parse_bytes(text: str) -> int:
@@ -73,9 +88,91 @@ def _status_kb(field: str) -> int:
 
 
 # ------------------------------------------------------------------------ child
+def run_capped(report: dict, budget: int, prep, compute):
+    """`compute(prep())` with the address space capped at what the process has now plus
+    `budget`; the times or the OOM go into `report`. Returns compute's result (None on OOM)."""
+    import gc
+    gc.collect()
+    vm = _status_kb("VmSize") * 1024
+    cap = vm + budget
+    report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
+    report["address_cap_mb"] = cap / 2 ** 20
+    report["address_at_setup_mb"] = vm / 2 ** 20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))      # the soft limit only
+    stage = "prepare"
+    try:
+        start = time.perf_counter()
+        prepared = prep()
+        loaded = time.perf_counter()
+        stage = "compute"
+        out = compute(prepared)
+        done = time.perf_counter()
+        report.update(status="ok", load_s=loaded - start, exec_s=done - loaded,
+                      wall_s=done - start)
+        return out
+    except MemoryError as exc:
+        report.update(status="OOM", note=f"MemoryError in {stage}: {str(exc)[:160]}")
+    except RuntimeError as exc:
+        if "alloc" not in str(exc).lower() and "memory" not in str(exc).lower():
+            raise
+        report.update(status="OOM", note=f"allocation failed in {stage}: {str(exc)[:160]}")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return None
+
+
+def train_child(args) -> dict:
+    """One training iteration of the GCN by one method (after its setup)."""
+    from .bench import PeakMemory
+    from .train_gcn import GCN, LOSS, TorchGCN, setup
+
+    t0 = time.perf_counter()
+    data = setup(args.dataset, args.hidden)
+    n, f = data["X"].shape
+    report = {"method": args.child, "computes": TRAIN_DESCRIPTIONS[args.child],
+              "generate_s": time.perf_counter() - t0,
+              "data": f"{n} nodes, {data['A'].nnz} non-zeros of A, {f} features"}
+    if args.child == "sql":
+        from sparse_einsum.backends import open_backend
+        from sparse_einsum.training import Trainer
+        db, _ = open_backend("duckdb", memory_limit=args.memory_limit,
+                             temp_directory=args.temp_directory)
+        with db:
+            report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
+            with PeakMemory(db.con) as mem:
+                start = time.perf_counter()
+                with Trainer(GCN, data, loss=LOSS, params=["W1", "W2"], lr=0.1, backend=db,
+                             progress=lambda m: print(f"  [sql] {m}", file=sys.stderr,
+                                                      flush=True)) as trainer:
+                    report["opt_s"] = time.perf_counter() - start
+                    report["plan"] = trainer.plan.describe(trainer.session.dag)
+                    result = trainer.iterate()
+                run = trainer.last_run
+                report["wall_s"] = time.perf_counter() - start
+            report["exec_s"] = run.seconds(loads=False)
+            report["load_s"] = run.seconds() - run.seconds(loads=False)
+            report["steps"] = [f"{s.seconds:8.2f} s  {s.label}" for s in run.steps]
+            report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
+            report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
+            report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
+            report.update(status="ok", loss=result["loss"])
+    else:
+        if importlib.util.find_spec("torch") is None:
+            return {**report, "status": "unavailable", "note": "torch is not installed"}
+        out = run_capped(report, parse_bytes(args.memory_limit),
+                         lambda: TorchGCN(data, 0.1), lambda model: model.iterate())
+        if out is not None:
+            report["loss"] = out[0]
+    return report
+
+
 def child(args) -> dict:
     """Run one method; returns a JSON-able report (the parent adds ru_maxrss)."""
     import numpy as np
+
+    if args.workload == TRAIN:
+        return train_child(args)
 
     from .bench import PeakMemory, library_methods, load_workload, torch_methods
 
@@ -115,33 +212,7 @@ def child(args) -> dict:
         if args.child not in methods:
             return {**report, "status": "unavailable", "note": f"{args.child} is not installed"}
         prep, compute, _ = methods[args.child]
-        import gc
-        gc.collect()
-        vm = _status_kb("VmSize") * 1024
-        cap = vm + budget
-        report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
-        report["address_cap_mb"] = cap / 2 ** 20
-        report["address_at_setup_mb"] = vm / 2 ** 20
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))      # the soft limit only
-        stage = "prepare"
-        try:
-            start = time.perf_counter()
-            prepared = prep()
-            loaded = time.perf_counter()
-            stage = "compute"
-            out = compute(prepared)
-            done = time.perf_counter()
-            report.update(status="ok", load_s=loaded - start, exec_s=done - loaded,
-                          wall_s=done - start)
-        except MemoryError as exc:
-            report.update(status="OOM", note=f"MemoryError in {stage}: {str(exc)[:160]}")
-        except RuntimeError as exc:
-            if "alloc" not in str(exc).lower() and "memory" not in str(exc).lower():
-                raise
-            report.update(status="OOM", note=f"allocation failed in {stage}: {str(exc)[:160]}")
-        finally:
-            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        out = run_capped(report, budget, prep, compute)
     if out is not None:
         import scipy.sparse as sp
         out = out.toarray() if sp.issparse(out) else np.asarray(out)
@@ -170,7 +241,7 @@ def run_child(method: str, args, tmp: str) -> dict:
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = -9
-            return {"method": method, "computes": DESCRIPTIONS[method], "status": "timeout",
+            return {"method": method, "computes": descriptions(args.workload)[method], "status": "timeout",
                     "note": f"> {args.timeout:.0f} s", "peak_rss_mb": usage.ru_maxrss / 1024}
         time.sleep(0.2)
     elapsed = time.perf_counter() - start
@@ -188,7 +259,7 @@ def run_child(method: str, args, tmp: str) -> dict:
         how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
         oom = re.search(r"(MemoryError|[Mm]emory allocation[^\n]*failed[^\n]*|Cannot allocate memory)",
                         stderr)
-        return {"method": method, "computes": DESCRIPTIONS[method],
+        return {"method": method, "computes": descriptions(args.workload)[method],
                 "status": "OOM" if oom else ("killed" if proc.returncode < 0 else "crashed"),
                 "note": f"child died ({how}): {oom.group(0)}" if oom else
                         f"child died ({how}); see its stderr above",
@@ -203,19 +274,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.out_of_core",
                                  description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", default="gcn2", choices=("gcn2", "gcn_layer"))
+    ap.add_argument("--workload", default="gcn2", choices=("gcn2", "gcn_layer", TRAIN))
     ap.add_argument("--dataset", default="ogbn-arxiv")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--temp-directory", default=None,
                     help="DuckDB spill directory (default: a fresh one under /tmp)")
-    ap.add_argument("--methods", default="sql,scipy,torch,numpy-dense")
+    ap.add_argument("--methods", help="default: sql,scipy,torch,numpy-dense (sql,torch "
+                    f"for {TRAIN})")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
     add_output_arguments(ap)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--result-file", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
+    args.methods = args.methods or ",".join(descriptions(args.workload))
     if args.child:
         print(json.dumps(child(args)), flush=True)
         return 0
@@ -235,12 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines), flush=True)
     reports = []
     for method in args.methods.split(","):
-        print(f"\n-- {method}: {DESCRIPTIONS[method]}", flush=True)
+        print(f"\n-- {method}: {descriptions(args.workload)[method]}", flush=True)
         load = os.getloadavg()[0]
         r = run_child(method, args, tmp)
         r["load_avg_before"] = load
         reports.append(r)
-        for key in ("status", "note", "exec_s", "load_s", "opt_s", "wall_s", "peak_rss_mb",
+        for key in ("status", "note", "loss", "exec_s", "load_s", "opt_s", "wall_s", "peak_rss_mb",
                     "setup_rss_mb", "peak_rss_during_mb", "duckdb_peak_mb", "duckdb_spill_mb",
                     "address_cap_mb"):
             if key in r:
@@ -259,15 +332,19 @@ def main(argv: list[str] | None = None) -> int:
             if diff > 1e-7 * max(1.0, float(np.abs(np.load(ref["result_file"])).max())):
                 r["status"] = "MISMATCH"
                 failed = True
+    losses = [r for r in reports if "loss" in r]
+    if len(losses) == 2 and abs(losses[0]["loss"] - losses[1]["loss"]) > 1e-6:
+        losses[0]["status"] = "MISMATCH"
+        failed = True
     header = ("method", "status", "exec s", "load s", "wall s", "peak RSS MB", "RSS after setup MB",
-              "duckdb peak MB", "spilled MB", "max diff to scipy", "computes / note")
+              "duckdb peak MB", "spilled MB", "max diff to scipy", "loss", "computes / note")
     rows = []
     for r in reports:
         def f(key, fmt=".1f"):
             return format(r[key], fmt) if isinstance(r.get(key), (int, float)) else ""
         rows.append([r["method"], r["status"], f("exec_s"), f("load_s"), f("wall_s"),
                      f("peak_rss_mb", ".0f"), f("setup_rss_mb", ".0f"), f("duckdb_peak_mb", ".0f"),
-                     f("duckdb_spill_mb", ".0f"), f("max_abs_diff_to_scipy", ".1e"),
+                     f("duckdb_spill_mb", ".0f"), f("max_abs_diff_to_scipy", ".1e"), f("loss", ".9f"),
                      r["computes"] + (f"; {r['note']}" if r.get("note") else "")])
     table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table += ["| " + " | ".join(row) + " |" for row in rows]

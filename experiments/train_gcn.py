@@ -8,7 +8,9 @@ so that both sides compute the same function. Two modes:
   of the training accuracy, and the time per epoch of both.
 * ``--iterations K`` (ogbn-arxiv size): time K single iterations (forward, backward, Adam)
   of both, alternately, after a warm-up; report medians and the parts of ours (input
-  loads, SQL statements, table updates).
+  loads, SQL statements, table updates). Where PyTorch Geometric is installed
+  (``pip install torch_geometric``), its GCNConv model is timed in the same rounds and
+  its loss checked against PyTorch's.
 
     python -m experiments.train_gcn --graph cora --epochs 50
     python -m experiments.train_gcn --graph ogbn-arxiv --iterations 3
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import statistics
 import sys
 import time
@@ -75,16 +78,49 @@ class TorchGCN:
         self.y = torch.tensor(data["y"])
         self.opt = torch.optim.Adam(self.w, lr=lr)
 
+    def logits(self):
+        h = self.torch.relu(self.a @ (self.x @ self.w[0]))
+        return self.a @ (h @ self.w[1])
+
     def iterate(self) -> tuple[float, float]:
         torch = self.torch
         self.opt.zero_grad()
-        h = torch.relu(self.a @ (self.x @ self.w[0]))
-        z = self.a @ (h @ self.w[1])
+        z = self.logits()
         loss = torch.nn.functional.cross_entropy(z[self.mask], self.y[self.mask])
         loss.backward()
         self.opt.step()
         accuracy = (z[self.mask].argmax(1) == self.y[self.mask]).double().mean()
         return loss.item(), accuracy.item()
+
+
+class PygGCN(TorchGCN):
+    """The same model with PyTorch Geometric's GCNConv: A's non-zeros as edge weights (A is
+    normalised already, so no renormalisation, no self-loops added), no bias."""
+
+    def __init__(self, data: dict, lr: float):
+        super().__init__(data, lr)
+        torch = self.torch
+        from torch_geometric.nn import GCNConv
+        a = sp.coo_matrix(data["A"])
+        # messages run from the source (row 0) to the target (row 1): out[i] += A[i,j] x[j]
+        self.edges = torch.tensor(np.vstack([a.col, a.row]), dtype=torch.long)
+        self.weights = torch.tensor(a.data)
+        self.convs = []
+        for w in self.w:
+            conv = GCNConv(w.shape[0], w.shape[1], bias=False, normalize=False,
+                           add_self_loops=False).double()
+            conv.lin.weight = torch.nn.Parameter(w.detach().T.clone())
+            self.convs.append(conv)
+        self.opt = torch.optim.Adam([c.lin.weight for c in self.convs], lr=lr)
+
+    def logits(self):
+        h = self.torch.relu(self.convs[0](self.x, self.edges, self.weights))
+        return self.convs[1](h, self.edges, self.weights)
+
+
+def pyg_model(data: dict, lr: float) -> PygGCN | None:
+    """PyG's model, where PyTorch Geometric is installed (it is optional)."""
+    return PygGCN(data, lr) if importlib.util.find_spec("torch_geometric") else None
 
 
 SLOWEST = 8     # steps listed after the timing
@@ -148,23 +184,36 @@ def main(argv: list[str] | None = None) -> int:
                   f"{acc:.3g}; final accuracy {rows[-1]['accuracy']:.4f} (torch "
                   f"{rows[-1]['torch_accuracy']:.4f})")
         else:
+            pyg = pyg_model(data, args.lr)
             trainer.iterate()          # warm-up: first-run costs (UDF registration, caches)
             reference.iterate()
+            if pyg is not None:
+                pyg.iterate()
             for k in range(1, args.iterations + 1):
                 t0 = time.perf_counter()
                 ours = trainer.iterate()
                 t1 = time.perf_counter()
-                reference.iterate()
+                loss, _ = reference.iterate()
                 t2 = time.perf_counter()
-                rows.append(dict(epoch=k, loss=ours["loss"], seconds=t1 - t0,
+                rows.append(dict(epoch=k, loss=ours["loss"], torch_loss=loss, seconds=t1 - t0,
                                  torch_seconds=t2 - t1, **parts(trainer)))
-                print(f"iteration {k}: ours {t1 - t0:.2f} s (loads {rows[-1]['loads_s']:.2f} s, "
-                      f"statements {rows[-1]['statements_s']:.2f} s), torch {t2 - t1:.2f} s",
-                      flush=True)
+                line = (f"iteration {k}: ours {t1 - t0:.2f} s (loads {rows[-1]['loads_s']:.2f} s, "
+                        f"statements {rows[-1]['statements_s']:.2f} s), torch {t2 - t1:.2f} s")
+                if pyg is not None:
+                    pyg_loss, _ = pyg.iterate()
+                    rows[-1].update(pyg_seconds=time.perf_counter() - t2, pyg_loss=pyg_loss)
+                    line += f", PyG {rows[-1]['pyg_seconds']:.2f} s"
+                print(line, flush=True)
+            diff = max(abs(r[k] - r["torch_loss"]) for r in rows for k in ("loss", "pyg_loss")
+                       if k in r)
+            print(f"largest |loss - torch loss| over the iterations (ours and PyG): {diff:.3g}")
         ours_s = statistics.median(r["seconds"] for r in rows)
         torch_s = statistics.median(r["torch_seconds"] for r in rows)
         print(f"median iteration: ours {ours_s:.3f} s, PyTorch {torch_s:.3f} s, ratio "
               f"{ours_s / torch_s:.2f}")
+        if "pyg_seconds" in rows[0]:
+            pyg_s = statistics.median(r["pyg_seconds"] for r in rows)
+            print(f"PyTorch Geometric (GCNConv) {pyg_s:.3f} s: ours / PyG {ours_s / pyg_s:.2f}")
         slowest = sorted(trainer.last_run.steps, key=lambda s: -s.seconds)[:SLOWEST]
         print("slowest steps of the last iteration: " + "; ".join(
             f"{s.label} {s.seconds:.2f} s" for s in slowest))

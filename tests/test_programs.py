@@ -183,6 +183,37 @@ def test_a_product_read_once_by_a_product_is_ordered_with_it(duck):
     np.testing.assert_allclose(got, data["A"] @ data["X"] @ data["W"], rtol=1e-9, atol=1e-12)
 
 
+SHARED_PRODUCT = """
+    input A[i,j]
+    input X[j,f]
+    input W[f,h]
+    input V[g,f]
+    P[i,h] = A[i,j] * X[j,f] * W[f,h]
+    Q[k,g] = V[g,e] * X[l,e] * A[k,l]
+    output P, Q
+    """
+
+
+def test_a_product_two_statements_lower_to_is_computed_once(backend):
+    """P and Q both contract A with X first (few features), labels named apart and the
+    factors in another order: one vertex computes it, both read it; NumPy's values under
+    every strategy's plans."""
+    data = dict(A=sp.random(30, 30, density=0.1, random_state=3, format="csr"),
+                X=rng.normal(size=(30, 2)), W=rng.normal(size=(2, 9)), V=rng.normal(size=(8, 2)))
+    program = load_program(SHARED_PRODUCT)
+    expected = evaluate(program, data)
+    with Session(program, data, backend=backend) as session:
+        (ax,) = [v for v in session.dag.vertices if {o.tensor for o in v.operands} == {"A", "X"}]
+        assert [v.name for v in session.dag.consumers(ax.name)] == ["P", "Q"]
+        specs = [spec for s in STRATEGIES.values() for spec in s.examples(session.optimizer())]
+        for spec in specs + RANDOM_PLANS[:2]:
+            outputs = session.run(spec).outputs
+            for out in ("P", "Q"):
+                assert outputs[out].dtype == np.float64
+                np.testing.assert_allclose(outputs[out], expected[out], rtol=1e-9, atol=1e-12,
+                                           err_msg=f"{out} under {spec}")
+
+
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_products_of_non_finite_tensors_keep_the_program_order(bad, duck):
     """inf and NaN may come out differently in another order: such chains stay as written,

@@ -78,6 +78,29 @@ def test_gcn_adam_matches_torch(backend):
     np.testing.assert_allclose(result.params["W2"], weights[1], rtol=1e-8, atol=1e-12)
 
 
+def test_weight_gradient_reads_the_forward_product(backend):
+    """With few features (A X first), dW1 = X^T A^T dZ1 is one product with the softmax's
+    finite gradient, ordered (A X)^T dZ1, and A X is the forward pass's own intermediate:
+    computed once, read by both passes; the training equals PyTorch's."""
+    data = gcn_data(f=4, h=16)
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
+    with Trainer(GCN, data, backend=backend, tables="t_reuse", **options) as trainer:
+        dag = trainer.session.dag
+        products = [v for v in dag.vertices if {o.tensor for o in v.operands} == {"A", "X"}]
+        assert len(products) == 1
+        readers = {v.name for v in dag.consumers(products[0].name)}
+        assert len(readers) == 2 and any(r.startswith("dW1") for r in readers), readers
+    expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
+    try:
+        result = train(GCN, data, optimizer="adam", epochs=3, backend=backend,
+                       tables="t_reuse", **options)
+    finally:
+        drop_tables(backend, "t_reuse")
+    np.testing.assert_allclose(result.losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(result.params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(result.params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+
+
 def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
     """The DP's top-k lists can hold no consistent merge (a GCN iteration at Cora's size
     with may-be-infinite gradients found no plan on native DuckDB): greedy's plan is always

@@ -8,12 +8,15 @@ from it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import networkx as nx
 
 from .ops import preserves_zero
+
+
+COMMUTATIVE = frozenset({"mul", "add"})
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Dag:
         self.outputs = list(outputs)
         self.bounded = bounded     # statements whose vertices are finite where their operands are
         self._vertices: dict[str, Vertex] = {}
+        self._computed: dict[tuple, str] = {}     # what a vertex computes -> its tensor
         self.graph.add_nodes_from(self.inputs)
 
     def add(self, vertex: Vertex, shape: tuple[int, ...]) -> Operand:
@@ -80,8 +84,27 @@ class Dag:
         self.graph.add_node(vertex.name)
         self.graph.add_edges_from((o.tensor, vertex.name) for o in vertex.operands)
         self._vertices[vertex.name] = vertex
+        self._computed.setdefault(_computation(vertex)[0], vertex.name)
         self.shapes[vertex.name] = tuple(shape)
         return Operand(vertex.name, vertex.labels)
+
+    def computed(self, vertex: Vertex) -> Operand | None:
+        """The tensor of a vertex already added that computes what `vertex` does (its
+        labels named `vertex`'s way, in the order it holds them), if any: an intermediate
+        a statement lowers to that another statement has (the forward pass's `A X` that a
+        weight gradient reads again), computed once."""
+        orders = [vertex.operands]
+        if vertex.is_binary and vertex.op in COMMUTATIVE:
+            orders.append(vertex.operands[::-1])
+        for operands in orders:
+            key, number = _computation(replace(vertex, operands=operands))
+            found = self._computed.get(key)
+            if found is not None:
+                label = {n: l for l, n in number.items()}
+                theirs = self._vertices[found]
+                _, their_number = _computation(theirs)
+                return Operand(found, tuple(label[their_number[l]] for l in theirs.labels))
+        return None
 
     @property
     def vertices(self) -> list[Vertex]:
@@ -115,3 +138,14 @@ class Dag:
 
     def sinks(self) -> list[Vertex]:
         return [v for v in self._vertices.values() if self.graph.out_degree(v.name) == 0]
+
+
+def _computation(v: Vertex) -> tuple[tuple, dict[str, int]]:
+    """What `v` computes, whatever its labels are named and whatever order its output
+    holds them in: its operation, aggregate, operand tensors and output labels, the labels
+    numbered in order of first appearance in the operands; and that numbering."""
+    number: dict[str, int] = {}
+    for label in (l for o in v.operands for l in o.labels):
+        number.setdefault(label, len(number))
+    operands = tuple((o.tensor, tuple(number[l] for l in o.labels)) for o in v.operands)
+    return (v.op, v.agg, operands, frozenset(number[l] for l in v.labels)), number

@@ -105,19 +105,20 @@ def _map_refs(expr: Expr, f: Callable[[Ref], Expr]) -> Expr:
 
 def _finite_tensors(program: Program, finite_input: Callable[[str], bool]) -> set[str]:
     """Inputs without inf or NaN, and the statements computing from them with operations
-    that keep finite values finite."""
+    that keep finite values finite, or bounded ones (`Statement.bounded`: the softmax
+    loss and the gradients it sends, finite by construction)."""
     finite = {name for name in program.inputs if finite_input(name)}
     for st in program.statements:
-        if all(_keeps_finite(node, finite) for node in nodes(st.expr)):
+        if all(_keeps_finite(node, finite, st.bounded) for node in nodes(st.expr)):
             finite.add(st.out)
     return finite
 
 
-def _keeps_finite(node: Expr, finite: set[str]) -> bool:
+def _keeps_finite(node: Expr, finite: set[str], bounded: bool) -> bool:
     if isinstance(node, Ref):
         return node.name in finite
     if isinstance(node, Unary):
-        return keeps_finite(node.fn)
+        return bounded or keeps_finite(node.fn)
     if isinstance(node, Binary):
-        return keeps_finite(BY_SYMBOL[node.op].name)
+        return bounded or keeps_finite(BY_SYMBOL[node.op].name)
     return True

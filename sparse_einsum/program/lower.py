@@ -9,7 +9,7 @@ statement's aggregate applied at the root.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Callable, Iterator, Protocol
 
@@ -197,6 +197,9 @@ class _Lowerer:
         return f"{self.st.out}~{self.count}"
 
     def _add(self, vertex: Vertex) -> Operand:
+        """Add `vertex`; an intermediate the DAG computes already is read from there."""
+        if vertex.name != self.st.out and (same := self.dag.computed(vertex)) is not None:
+            return same
         return self.dag.add(vertex, tuple(self.sizes[l] for l in vertex.labels))
 
     # -- products: contraction path ----------------------------------------
@@ -205,9 +208,12 @@ class _Lowerer:
         path = self.choose_path(self.dag, operands, target.labels, const) \
             if len(operands) > 2 else [(0, 1)]
         name = self.st.out if target.final else None
+        added: dict[str, Operand] = {}     # a step's name -> its tensor (or the DAG's same one)
         for vertex in contraction(operands, path, target.labels, const, name, self._fresh,
                                   self.st.line):
-            result = self._add(vertex)
+            vertex = replace(vertex, operands=tuple(added.get(o.tensor, o)
+                                                    for o in vertex.operands))
+            result = added[vertex.name] = self._add(vertex)
         return result
 
 
