@@ -575,14 +575,15 @@ def optimizer_candidates(w: Workload, db, log) -> tuple[list, list[Result], dict
 
 def session_run(w: Workload, db, spec: object, run: bool = True):
     """What a user does: a Session on the workload, its plan `spec`, and (with `run`) the
-    run; returns (plan, Execution or None, seconds to the plan, seconds of the run, seconds
-    of it all)."""
+    run, its result sparse where it is estimated sparse (format="auto", as the libraries
+    compared return a sparse attention matrix); returns (plan, Execution or None, seconds
+    to the plan, seconds of the run, seconds of it all)."""
     start = time.perf_counter()
     with Session(w.program, w.data, backend=db) as session:
         session.optimizer()
         plan = session.plan(spec)
         planned = time.perf_counter()
-        execution = session.run(plan) if run else None
+        execution = session.run(plan, format="auto") if run else None
         ran = time.perf_counter()
     return plan, execution, planned - start, ran - planned, time.perf_counter() - start
 
