@@ -122,9 +122,41 @@ def run_capped(report: dict, budget: int, prep, compute):
     return None
 
 
+def _progress(message: str) -> None:
+    print(f"  [sql] {message}", file=sys.stderr, flush=True)
+
+
+def sql_report(report: dict, args, plan_and_run) -> object:
+    """`plan_and_run(db, planned)` on DuckDB under the memory limit: it calls
+    `planned(description)` once its plan is chosen and returns (Execution, result). The
+    times, steps and memory go into `report`; returns the result."""
+    from sparse_einsum.backends import open_backend
+
+    from .bench import PeakMemory
+    db, _ = open_backend("duckdb", memory_limit=args.memory_limit,
+                         temp_directory=args.temp_directory)
+    with db:
+        report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
+        with PeakMemory(db.con) as mem:
+            start = time.perf_counter()
+
+            def planned(description: str) -> None:
+                report.update(opt_s=time.perf_counter() - start, plan=description)
+
+            run, result = plan_and_run(db, planned)
+            report["wall_s"] = time.perf_counter() - start
+        report["exec_s"] = run.seconds(loads=False)
+        report["load_s"] = run.seconds() - run.seconds(loads=False)
+        report["steps"] = [f"{s.seconds:8.2f} s  {s.label}" for s in run.steps]
+        report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
+        report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
+        report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
+        report["status"] = "ok"
+    return result
+
+
 def train_child(args) -> dict:
     """One training iteration of the GCN by one method (after its setup)."""
-    from .bench import PeakMemory
     from .train_gcn import GCN, LOSS, TorchGCN, setup
 
     t0 = time.perf_counter()
@@ -134,29 +166,16 @@ def train_child(args) -> dict:
               "generate_s": time.perf_counter() - t0,
               "data": f"{n} nodes, {data['A'].nnz} non-zeros of A, {f} features"}
     if args.child == "sql":
-        from sparse_einsum.backends import open_backend
         from sparse_einsum.training import Trainer
-        db, _ = open_backend("duckdb", memory_limit=args.memory_limit,
-                             temp_directory=args.temp_directory)
-        with db:
-            report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
-            with PeakMemory(db.con) as mem:
-                start = time.perf_counter()
-                with Trainer(GCN, data, loss=LOSS, params=["W1", "W2"], lr=0.1, backend=db,
-                             progress=lambda m: print(f"  [sql] {m}", file=sys.stderr,
-                                                      flush=True)) as trainer:
-                    report["opt_s"] = time.perf_counter() - start
-                    report["plan"] = trainer.plan.describe(trainer.session.dag)
-                    result = trainer.iterate()
-                run = trainer.last_run
-                report["wall_s"] = time.perf_counter() - start
-            report["exec_s"] = run.seconds(loads=False)
-            report["load_s"] = run.seconds() - run.seconds(loads=False)
-            report["steps"] = [f"{s.seconds:8.2f} s  {s.label}" for s in run.steps]
-            report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
-            report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
-            report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
-            report.update(status="ok", loss=result["loss"])
+
+        def iteration(db, planned):
+            with Trainer(GCN, data, loss=LOSS, params=["W1", "W2"], lr=0.1, backend=db,
+                         progress=_progress) as trainer:
+                planned(trainer.plan.describe(trainer.session.dag))
+                result = trainer.iterate()
+            return trainer.last_run, result["loss"]
+
+        report["loss"] = sql_report(report, args, iteration)
     else:
         if importlib.util.find_spec("torch") is None:
             return {**report, "status": "unavailable", "note": "torch is not installed"}
@@ -174,45 +193,30 @@ def child(args) -> dict:
     if args.workload == TRAIN:
         return train_child(args)
 
-    from .bench import PeakMemory, library_methods, load_workload, torch_methods
+    from .bench import library_methods, load_workload, torch_methods
 
     t0 = time.perf_counter()
     w = load_workload(args.workload, args.dataset, hidden=args.hidden)
     report = {"method": args.child, "computes": DESCRIPTIONS[args.child],
               "generate_s": time.perf_counter() - t0, "data": w.describe}
-    budget = parse_bytes(args.memory_limit)
-    out = None
     if args.child == "sql":
         from sparse_einsum import Session
-        from sparse_einsum.backends import open_backend
-        db, _ = open_backend("duckdb", memory_limit=args.memory_limit,
-                             temp_directory=args.temp_directory)
-        with db:
-            report["setup_rss_mb"] = _status_kb("VmRSS") / 1024
-            with PeakMemory(db.con) as mem:
-                start = time.perf_counter()
-                with Session(w.program, w.data, backend=db) as session:
-                    plan = session.plan("optimal")
-                    report["opt_s"] = time.perf_counter() - start
-                    report["plan"] = plan.describe(session.dag)
-                    run = session.run(plan, progress=lambda m: print(f"  [sql] {m}",
-                                                                     file=sys.stderr, flush=True))
-                report["wall_s"] = time.perf_counter() - start
-            report["exec_s"] = run.seconds(loads=False)
-            report["load_s"] = run.seconds() - run.seconds(loads=False)
-            report["steps"] = [f"{s.seconds:8.2f} s  {s.label}" for s in run.steps]
-            report["duckdb_peak_mb"] = (mem.duck_peak or 0) / 2 ** 20
-            report["duckdb_spill_mb"] = (mem.duck_spill or 0) / 2 ** 20
-            report["peak_rss_during_mb"] = mem.peak_rss / 2 ** 20
-            report["status"] = "ok"
-            out = run.outputs[w.output]
+
+        def forward(db, planned):
+            with Session(w.program, w.data, backend=db) as session:
+                plan = session.plan("optimal")
+                planned(plan.describe(session.dag))
+                run = session.run(plan, progress=_progress)
+            return run, run.outputs[w.output]
+
+        out = sql_report(report, args, forward)
     else:
         methods = dict(library_methods(w))
         methods.update(torch_methods(w))
         if args.child not in methods:
             return {**report, "status": "unavailable", "note": f"{args.child} is not installed"}
         prep, compute, _ = methods[args.child]
-        out = run_capped(report, budget, prep, compute)
+        out = run_capped(report, parse_bytes(args.memory_limit), prep, compute)
     if out is not None:
         import scipy.sparse as sp
         out = out.toarray() if sp.issparse(out) else np.asarray(out)
