@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <sys/mman.h>
 
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
@@ -97,6 +98,24 @@ f8_data(ArrayType *arr, int *n, const char *fname, const char *argname)
 	return (const double *) ARR_DATA_PTR(arr);
 }
 
+/*
+ * n bytes from `mcxt`. An allocation of many megabytes is asked for transparent huge pages
+ * (where the system gives them on request) before its first write: in 4 kB pages every
+ * first write is a page fault (17% of the samples of a 51 MB SpMM statement).
+ */
+static void *
+alloc_pages(MemoryContext mcxt, Size n)
+{
+	const uintptr_t huge = (uintptr_t) 2 << 20;
+	void	   *p = MemoryContextAlloc(mcxt, n);
+	uintptr_t	lo = ((uintptr_t) p + huge - 1) & ~(huge - 1),
+				hi = ((uintptr_t) p + n) & ~(huge - 1);
+
+	if (n >= 4 * huge && hi > lo)
+		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
+	return p;
+}
+
 /* A new 1-D float8[] of n elements (uninitialised) in the current context. */
 static ArrayType *
 new_f8_array(int64 n, double **data)
@@ -113,7 +132,7 @@ new_f8_array(int64 n, double **data)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("array of " INT64_FORMAT " float8 elements is too large", n)));
 	nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * (Size) n;
-	r = (ArrayType *) palloc(nbytes);
+	r = (ArrayType *) alloc_pages(CurrentMemoryContext, nbytes);
 	memset(r, 0, ARR_OVERHEAD_NONULLS(1));
 	SET_VARSIZE(r, nbytes);
 	r->ndim = 1;
@@ -189,7 +208,7 @@ get_array_arg(Datum arg, MemoryContext mcxt, ArgCache *ac)
 	if (!same)
 		return tmp;
 	/* second sighting in a row: keep a copy */
-	ac->arr = (ArrayType *) MemoryContextAlloc(mcxt, VARSIZE(tmp));
+	ac->arr = (ArrayType *) alloc_pages(mcxt, VARSIZE(tmp));
 	memcpy(ac->arr, tmp, VARSIZE(tmp));
 	if (!ext)
 	{
@@ -824,7 +843,8 @@ stack_new(MemoryContext ctx, const char *spec, int speclen)
 	st->speclen = speclen;
 	parse_gspec(st->spec, &st->g);
 	st->written = palloc0(Max(st->g.s.positions, 1));
-	st->data = palloc0(sizeof(double) * Max(st->g.s.size, 1));
+	st->data = alloc_pages(ctx, sizeof(double) * Max(st->g.s.size, 1));
+	memset(st->data, 0, sizeof(double) * Max(st->g.s.size, 1));
 	MemoryContextSwitchTo(old);
 	return st;
 }
@@ -1113,7 +1133,7 @@ se_raw(PG_FUNCTION_ARGS)
 	if (n != width)
 		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 						errmsg("se_raw: an array of %d elements where %d were expected", n, width)));
-	r = (bytea *) palloc(VARHDRSZ + nbytes);
+	r = (bytea *) alloc_pages(CurrentMemoryContext, VARHDRSZ + nbytes);
 	SET_VARSIZE(r, VARHDRSZ + nbytes);
 	memcpy(VARDATA(r), x, nbytes);
 	PG_RETURN_BYTEA_P(r);
