@@ -245,8 +245,9 @@ def run_child(method: str, args, tmp: str) -> dict:
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = -9
-            return {"method": method, "computes": descriptions(args.workload)[method], "status": "timeout",
-                    "note": f"> {args.timeout:.0f} s", "peak_rss_mb": usage.ru_maxrss / 1024}
+            return {"method": method, "computes": descriptions(args.workload)[method],
+                    "status": "timeout", "note": f"> {args.timeout:.0f} s",
+                    "peak_rss_mb": usage.ru_maxrss / 1024}
         time.sleep(0.2)
     elapsed = time.perf_counter() - start
     errfile.seek(0)

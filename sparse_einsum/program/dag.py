@@ -71,7 +71,8 @@ class Dag:
         self.outputs = list(outputs)
         self.bounded = bounded     # statements whose vertices are finite where their operands are
         self._vertices: dict[str, Vertex] = {}
-        self._computed: dict[tuple, str] = {}     # what a vertex computes -> its tensor
+        # what a vertex computes -> its tensor and the numbering of its labels
+        self._computed: dict[tuple, tuple[str, dict[str, int]]] = {}
         self.graph.add_nodes_from(self.inputs)
 
     def add(self, vertex: Vertex, shape: tuple[int, ...]) -> Operand:
@@ -84,7 +85,8 @@ class Dag:
         self.graph.add_node(vertex.name)
         self.graph.add_edges_from((o.tensor, vertex.name) for o in vertex.operands)
         self._vertices[vertex.name] = vertex
-        self._computed.setdefault(_computation(vertex)[0], vertex.name)
+        key, number = _computation(vertex)
+        self._computed.setdefault(key, (vertex.name, number))
         self.shapes[vertex.name] = tuple(shape)
         return Operand(vertex.name, vertex.labels)
 
@@ -98,12 +100,11 @@ class Dag:
             orders.append(vertex.operands[::-1])
         for operands in orders:
             key, number = _computation(replace(vertex, operands=operands))
-            found = self._computed.get(key)
-            if found is not None:
+            if key in self._computed:
+                found, their_number = self._computed[key]
                 label = {n: l for l, n in number.items()}
-                theirs = self._vertices[found]
-                _, their_number = _computation(theirs)
-                return Operand(found, tuple(label[their_number[l]] for l in theirs.labels))
+                return Operand(found, tuple(label[their_number[l]]
+                                            for l in self._vertices[found].labels))
         return None
 
     @property

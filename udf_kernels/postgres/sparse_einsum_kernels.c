@@ -106,13 +106,15 @@ f8_data(ArrayType *arr, int *n, const char *fname, const char *argname)
 static void *
 alloc_pages(MemoryContext mcxt, Size n)
 {
-	const uintptr_t huge = (uintptr_t) 2 << 20;
 	void	   *p = MemoryContextAlloc(mcxt, n);
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t) 2 << 20;
 	uintptr_t	lo = ((uintptr_t) p + huge - 1) & ~(huge - 1),
 				hi = ((uintptr_t) p + n) & ~(huge - 1);
 
 	if (n >= 4 * huge && hi > lo)
 		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
+#endif
 	return p;
 }
 
@@ -838,13 +840,15 @@ stack_new(MemoryContext ctx, const char *spec, int speclen)
 {
 	MemoryContext old = MemoryContextSwitchTo(ctx);
 	StackState *st = palloc0(sizeof(StackState));
+	Size		nbytes;
 
 	st->spec = pnstrdup(spec, speclen);
 	st->speclen = speclen;
 	parse_gspec(st->spec, &st->g);
 	st->written = palloc0(Max(st->g.s.positions, 1));
-	st->data = alloc_pages(ctx, sizeof(double) * Max(st->g.s.size, 1));
-	memset(st->data, 0, sizeof(double) * Max(st->g.s.size, 1));
+	nbytes = sizeof(double) * Max(st->g.s.size, 1);
+	st->data = alloc_pages(ctx, nbytes);
+	memset(st->data, 0, nbytes);
 	MemoryContextSwitchTo(old);
 	return st;
 }
