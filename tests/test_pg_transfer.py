@@ -137,3 +137,26 @@ def test_outputs_read_from_their_statement_unstored(pg, plan, zero):
     if zero and plan == "IJ,JK->IK":
         assert got.values.shape == (0,) and [len(k) for k in got.keys] == [0, 0]
     np.testing.assert_array_equal(compose(got, out.shape, out.tiling), a @ b)
+
+
+def test_loads_leave_the_sessions_plan_cache_mode(pg):
+    """Payload inserts run with generic plans and then restore the caller's setting, also
+    when an insert fails inside a transaction (its rollback restores it)."""
+    import psycopg
+
+    from sparse_einsum.backends.pg_copy import insert_rows
+
+    x = _special((6, 5), 4)
+    rel = TableRelation("se_test_transfer", "X", x.shape, (1, 5), ("i", "j"))
+    pg.execute("SET plan_cache_mode = force_custom_plan")
+    try:
+        with pg.scope():
+            pg.load(rel, decompose(x, (1, 5)))
+            pg.drop(rel)
+        assert pg.query("SHOW plan_cache_mode") == [("force_custom_plan",)]
+        with pytest.raises(psycopg.Error), pg.scope():   # a column of the wrong type
+            pg.execute("CREATE TEMP TABLE se_test_text (i bigint, val bigint)")
+            insert_rows(pg.conn, "se_test_text", {"i": np.arange(6)}, x, np.arange(7) * 5)
+        assert pg.query("SHOW plan_cache_mode") == [("force_custom_plan",)]
+    finally:
+        pg.execute("RESET plan_cache_mode")
