@@ -102,6 +102,30 @@ def test_dp_is_optimal_for_its_cost_model(name, params):
         assert greedy(space).total >= best.total * (1 - 1e-9)
 
 
+@pytest.mark.parametrize("params", PARAMS, ids=["calibrated", "tuple-heavy", "flop-heavy"])
+def test_joint_enumeration_when_few_combinations_could_beat_greedy(params, monkeypatch):
+    """P is read twice and has four output tilings; with a limit of one combination they
+    are enumerated (one DP per tiling, exact) when at most one has a lower bound below
+    greedy's plan, else one wide DP runs; either way the DP finds brute force's best."""
+    from sparse_einsum.optimizer import search
+
+    monkeypatch.setattr(search, "JOINT_LIMIT", 1)
+    text, shapes = DAGS["shared"]
+    for seed in range(2):
+        space = _space(text, _data(shapes, seed), params)
+        fixed_runs = []
+        run_dp = space.run_dp
+        space.run_dp = lambda k, fixed: fixed_runs.append(fixed) or run_dp(k, fixed)
+        found = dynamic_programming(space, k=1)
+        assert found[0].total == pytest.approx(brute_force(space)[0].total, rel=1e-9)
+        p = space.dag.vertex("P")
+        outs = [sorted({c.tiling(p.labels) for c in space.options["P"]})]
+        below = sum(bound <= greedy(space).total
+                    for bound, *_ in search._joint_runs(space, [p], outs, []))
+        assert len(outs[0]) == 4
+        assert fixed_runs and (all(fixed_runs) if below <= 1 else fixed_runs == [{}])
+
+
 def test_dp_is_optimal_over_tiles():
     """Labels large enough for tiles: the DP still equals brute force over every choice."""
     text = "input A[i,j]\ninput B[j,k]\ninput C[k,l]\nP[i,k] = A[i,j] * B[j,k]\nQ[i,l] = P[i,k] * C[k,l]"

@@ -23,8 +23,11 @@ from ..program.dag import Dag, Vertex
 from ..tiling import Tiling, tile_sizes
 
 # shared tensors are optimised jointly (one DP per combination of their decompositions)
-# while this many combine; beyond, one DP with wide top-k lists (each DP takes 0.01-0.3 s)
+# while at most this many combinations could beat greedy's plan; beyond, one DP with wide
+# top-k lists (each DP takes 0.01-0.3 s, the wide one 0.2-0.6 s)
 JOINT_LIMIT = 16
+# ... and of at most this many combinations are the bounds computed
+JOINT_CAP = 4096
 # ... and an input read by several vertices jointly when one of its loads costs more than
 # this share of the best plan found without (cheaper loads: the DP's merges count them once)
 JOINT_LOAD_SHARE = 0.02
@@ -360,10 +363,12 @@ class SearchSpace:
 
 def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     """Top-k plans. Tensors consumed more than once are enumerated jointly (exact for the
-    cost model) while that stays below JOINT_LIMIT combinations: a shared vertex's output
-    tiling, and for an array input read more than once whose loads are not negligible
-    (JOINT_LOAD_SHARE), the decomposition loaded for several readers (paid once, outside
-    the DP). Beyond, the DP runs with wide top-k lists and keeps consistent merges only.
+    cost model): a shared vertex's output tiling, and for an array input read more than
+    once whose loads are not negligible (JOINT_LOAD_SHARE), the decomposition loaded for
+    several readers (paid once, outside the DP); one DP per combination whose lower bound
+    is below the k-th plan found, while at most JOINT_LIMIT combinations have a bound
+    below greedy's plan. Beyond, the DP runs with wide top-k lists and keeps consistent
+    merges only.
     Top-k lists can hold no consistent merge at all (many shared vertices, as in a program
     with its backward pass), so greedy's plan, consistent by construction, is always a
     candidate. With more than SHARED_LIMIT shared vertices (long
@@ -386,35 +391,48 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
                 > JOINT_LOAD_SHARE * consistent.total:
             loads.append([None] + sorted(items, key=repr))
     combinations = prod(len(o) for o in outs + loads)
-    if combinations == 1 or combinations > JOINT_LIMIT:
-        return _best(space.run_dp(k if combinations == 1 else max(k, 16), {}) + [consistent], k)
-    # the runs with every combination fixed cover every plan the free DP finds
+    if combinations == 1:
+        return _best(space.run_dp(k, {}) + [consistent], k)
+    runs = _joint_runs(space, shared, outs, loads) if combinations <= JOINT_CAP else None
+    if runs is None or sum(bound <= consistent.total for bound, *_ in runs) > JOINT_LIMIT:
+        return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
+    # the runs with every combination fixed cover every plan the free DP finds; a run
+    # whose bound exceeds the k-th plan found so far cannot add to the top k
     found = [consistent]
-    # a plan with the shared vertices' output tilings fixed costs at least their cheapest
-    # production under them plus every other vertex's cheapest choice (costs are not
-    # negative, each vertex is paid once): tilings whose floor exceeds the k-th plan found
-    # so far are not enumerated; the lowest floors first, so that good plans are found early
+    for bound, fixed, prepaid, paid in runs:
+        best = _best(found, k)
+        if len(best) == k and bound > best[-1].total:
+            continue
+        space.prepaid = prepaid
+        found += [Partial.make(dict(p.choices), {**p.costs, **paid})
+                  for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
+    space.prepaid = frozenset()
+    return _best(found, k)
+
+
+
+def _joint_runs(space: SearchSpace, shared: list[Vertex], outs: list[list[Tiling]],
+                loads: list[list]) -> list[tuple[float, tuple, frozenset, dict]]:
+    """The DP runs of joint enumeration, lowest bound first: (bound, the shared vertices'
+    output tilings, the loads paid outside the DP, their costs). A plan with the shared
+    vertices' tilings fixed costs at least their cheapest production under them plus every
+    other vertex's cheapest choice plus the loads paid (costs are not negative, each
+    vertex is paid once)."""
     least = [{out: min(space.local[(v.name, c)] for c in space.options[v.name]
                        if c.tiling(v.labels) == out) for out in tilings}
              for v, tilings in zip(shared, outs)]
     names = {v.name for v in shared}
     others = sum(min((space.local[(v.name, c)] for c in space.options[v.name]), default=0.0)
-                 for v in dag.vertices if v.name not in names)
-    floors = {fixed: others + sum(least[n][out] for n, out in enumerate(fixed))
-              for fixed in itertools.product(*outs)}
-    for fixed, floor in sorted(floors.items(), key=lambda item: item[1]):
-        for prepaid in itertools.product(*loads):
-            space.prepaid = frozenset(p for p in prepaid if p is not None)
-            paid = {item: space.repartition(item.tensor, None, item.tiling, item.sparse)
-                    for item in space.prepaid}
-            best = _best(found, k)
-            if len(best) == k and floor + sum(paid.values()) > best[-1].total:
-                continue
-            found += [Partial.make(dict(p.choices), {**p.costs, **paid})
-                      for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
-    space.prepaid = frozenset()
-    return _best(found, k)
-
+                 for v in space.dag.vertices if v.name not in names)
+    payments = []
+    for prepaid in itertools.product(*loads):
+        items = frozenset(p for p in prepaid if p is not None)
+        payments.append((items, {item: space.repartition(item.tensor, None, item.tiling,
+                                                         item.sparse) for item in items}))
+    runs = [(others + sum(least[n][out] for n, out in enumerate(fixed)) + sum(paid.values()),
+             fixed, items, paid)
+            for fixed in itertools.product(*outs) for items, paid in payments]
+    return sorted(runs, key=lambda run: run[0])
 
 
 def greedy(space: SearchSpace) -> Partial:
