@@ -26,7 +26,7 @@ from ..tiling import Tiling, tile_sizes
 # while at most this many combinations could beat greedy's plan; beyond, one DP with wide
 # top-k lists (each DP takes 0.01-0.3 s, the wide one 0.2-0.6 s)
 JOINT_LIMIT = 16
-# ... and of at most this many combinations are the bounds computed
+# ... and bounds are computed for at most this many combinations (more: the wide DP)
 JOINT_CAP = 4096
 # ... and an input read by several vertices jointly when one of its loads costs more than
 # this share of the best plan found without (cheaper loads: the DP's merges count them once)
@@ -408,7 +408,6 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
                   for p in space.run_dp(k, dict(zip((v.name for v in shared), fixed)))]
     space.prepaid = frozenset()
     return _best(found, k)
-
 
 
 def _joint_runs(space: SearchSpace, shared: list[Vertex], outs: list[list[Tiling]],
