@@ -1,21 +1,27 @@
-"""Install-time build of the sparse_einsum DuckDB extension (metadata is in pyproject.toml).
+"""Build steps beyond setuptools' own (metadata is in pyproject.toml).
 
-After the Python files are built, DuckDB's C API headers are fetched from PyPI (the duckdb
-source distribution) and the extension is compiled with gcc into the user's cache, as
-`sparse_einsum.backends.duckdb_extension` describes. A failure (no compiler, no network)
-does not fail the install: DuckDB then runs kernels as Python UDFs, with a warning, and
-`sparse-einsum build-extension` tries again.
+A wheel (``python -m build``, ``pip install .``) carries the kernel sources as package
+data (``sparse_einsum/udf_kernels``: ``sparse-einsum install-kernels`` builds the
+PostgreSQL kernels from them on the server's machine) and the DuckDB extension compiled
+against PyPI's scipy-openblas32 (``sparse_einsum/native``), which makes it a platform
+wheel; DuckDB's C API headers come from the duckdb source distribution on PyPI for that
+build. An editable install only fetches the headers: the extension is built on first use
+into the user's cache. A failed build (no compiler) does not fail the install: DuckDB then runs kernels as Python UDFs,
+with a warning, and ``sparse-einsum build-extension`` tries again.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 import types
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+KERNEL_SOURCES = ("common", "duckdb", "postgres")
 
 
 def _extension_module():
@@ -29,17 +35,39 @@ def _extension_module():
     return duckdb_extension
 
 
-class BuildPyWithExtension(build_py):
+class BuildPyWithKernels(build_py):
     def run(self) -> None:
         super().run()
+        package = Path(self.build_lib) / "sparse_einsum"
+        if not self.editable_mode:
+            for name in KERNEL_SOURCES:
+                shutil.copytree(ROOT / "udf_kernels" / name, package / "udf_kernels" / name,
+                                dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.o", "*.so", "*.bc"))
         try:
             extension = _extension_module()
             extension.fetch_headers()
-            print(f"sparse-einsum: built the DuckDB extension {extension.build()}")
+            if not self.editable_mode:      # (a checkout builds on first use, in its own env)
+                built = extension.build(into=package / "native")
+                print(f"sparse-einsum: built the DuckDB extension {built}")
         except Exception as exc:    # never fail the install for it
             print(f"sparse-einsum: warning: the DuckDB extension was not built ({exc}); DuckDB "
                   "will run kernels as Python UDFs until `sparse-einsum build-extension` "
                   "succeeds", file=sys.stderr)
 
 
-setup(cmdclass={"build_py": BuildPyWithExtension})
+class WithBinary(Distribution):
+    """The DuckDB extension makes the wheel a platform wheel."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+class PlatformWheel(bdist_wheel):
+    """Tagged for the platform only: the extension does not link Python."""
+
+    def get_tag(self) -> tuple[str, str, str]:
+        return "py3", "none", super().get_tag()[2]
+
+
+setup(distclass=WithBinary, cmdclass={"build_py": BuildPyWithKernels, "bdist_wheel": PlatformWheel})

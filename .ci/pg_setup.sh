@@ -1,36 +1,27 @@
 #!/usr/bin/env bash
-# Set up PostgreSQL 15 with the sparse_einsum kernels for the tests (run as root, Debian 12):
-# installs the packages (OpenBLAS for the matrix products of both engines' kernels: the
-# DuckDB extension links it too when it is there), builds and installs
-# udf_kernels/postgres, starts a throwaway cluster on the Unix socket dir /tmp/se-pg (port
-# 5432; SE_PG_DIR and SE_PG_PORT choose others) with a database sparse_einsum and a
-# superuser role root, and creates the extension or updates an older one. Idempotent.
-# Logs go to stderr; the last stdout line is
+# Set up PostgreSQL 15 for the tests (run as root, Debian 12): installs the server and its
+# headers (which `sparse-einsum install-kernels` builds the kernels against; BLAS comes
+# from PyPI), starts a throwaway cluster on the Unix socket dir /tmp/se-pg (port 5432;
+# SE_PG_DIR and SE_PG_PORT choose others) with a database sparse_einsum and a superuser
+# role root. Idempotent. Logs go to stderr; the last stdout line is
 #     export SE_TEST_PG_DSN=...
-# so CI runs: eval "$(bash .ci/pg_setup.sh)"
+# so CI runs: eval "$(bash .ci/pg_setup.sh)", then install-kernels with the package.
 set -euo pipefail
 exec 3>&1 1>&2                                   # keep stdout for the export line
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PGVER=15
 PGBIN=/usr/lib/postgresql/$PGVER/bin
 DIR=${SE_PG_DIR:-/tmp/se-pg}
 PORT=${SE_PG_PORT:-5432}
 DB=sparse_einsum
 
-PACKAGES="postgresql-$PGVER postgresql-server-dev-$PGVER libopenblas-dev make gcc"
+PACKAGES="postgresql-$PGVER postgresql-server-dev-$PGVER make gcc"
 if ! dpkg -s $PACKAGES >/dev/null 2>&1; then
     echo "pg_setup: installing $PACKAGES"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         $PACKAGES >/dev/null
 fi
-
-echo "pg_setup: building the kernels"
-BUILD="$(mktemp -d)"
-trap 'rm -rf "$BUILD"' EXIT
-cp -r "$ROOT"/udf_kernels/postgres "$ROOT"/udf_kernels/common "$BUILD"/
-make -s -C "$BUILD/postgres" PG_CONFIG=$PGBIN/pg_config install
 
 as_pg() { runuser -u postgres -- "$@"; }
 mkdir -p "$DIR"
@@ -55,9 +46,4 @@ psql_pg() { as_pg $PGBIN/psql -h "$DIR" -p $PORT -U postgres -v ON_ERROR_STOP=1 
     psql_pg -d postgres -c "CREATE ROLE root SUPERUSER LOGIN"
 [ "$(psql_pg -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" = 1 ] ||
     psql_pg -d postgres -c "CREATE DATABASE $DB OWNER root"
-# A new session loads the freshly installed library; update an older extension in place.
-psql_pg -d $DB -c "CREATE EXTENSION IF NOT EXISTS sparse_einsum_kernels" \
-               -c "ALTER EXTENSION sparse_einsum_kernels UPDATE" \
-               -c "SELECT se_kernels_version()"
-
 echo "export SE_TEST_PG_DSN='host=$DIR port=$PORT dbname=$DB user=root'" >&3

@@ -544,8 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--database", metavar="FILE.duckdb", help="DuckDB database file")
     sub.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     sub = command("build-extension",
-                  "Build the sparse_einsum DuckDB extension (fetching DuckDB's C headers from "
-                  "PyPI if they are not cached) and print its path",
+                  "Build the sparse_einsum DuckDB extension from the package's sources into the "
+                  "user's cache (fetching DuckDB's C headers from PyPI if they are not cached) "
+                  "and print its path; a checkout uses it, a wheel carries its own",
                   f"{PROG} build-extension", cmd_build_extension)
     sub.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
 

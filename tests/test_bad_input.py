@@ -150,14 +150,14 @@ def test_outputs_that_cannot_fit_are_refused_before_any_work(duck):
 
 def test_memory_cap_follows_the_engine_memory_limit(tmp_path):
     """A plan that fits the engine: half of DuckDB's memory_limit per tuple and kernel call.
-    Under a 16MB limit the plan chosen without it runs out of memory; the tied one runs
-    (UDF kernels: under the extension the tied plan needs about 32MB)."""
+    Under a 40MB limit the plan chosen without it runs out of memory; the tied one runs
+    (UDF kernels)."""
     rng = np.random.default_rng(0)
     a = sp.random(200, 200, density=0.02, format="csr", random_state=1)
-    h = rng.random((200, 5000))
+    h = rng.random((200, 20000))
     # S reads Y, so Y is stored (an output nothing reads would stream out of the engine)
     program = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\nS[i] = Y[i,f]\noutput Y, S"
-    limits = {"memory_limit": "16MB", "temp_directory": str(tmp_path), "native": False}
+    limits = {"memory_limit": "40MB", "temp_directory": str(tmp_path), "native": False}
     with Session(program, {"A": a, "H": h}, native=False) as free:
         wide = free.plan("optimal")
     with Session(program, {"A": a, "H": h}, memory_cap=256e6, **limits) as untied:
@@ -166,8 +166,8 @@ def test_memory_cap_follows_the_engine_memory_limit(tmp_path):
             untied.run(wide)
     with Session(program, {"A": a, "H": h}, **limits) as tight:
         ctx = tight.optimizer()
-        assert ctx.model.cap == pytest.approx(16e6 / 2, rel=0.01)
-        assert ctx.cap_source == "1/2 of DuckDB's memory_limit 15.2 MiB"
+        assert ctx.model.cap == pytest.approx(40e6 / 2, rel=0.01)
+        assert ctx.cap_source == "1/2 of DuckDB's memory_limit 38.1 MiB"
         plan = tight.plan("optimal")
         assert plan.choices != wide.choices
         assert all(ctx.model.fits(v, plan.choices[v.name]) for v in ctx.dag.vertices)

@@ -119,16 +119,10 @@ needs_postgres = pytest.mark.skipif(not HAS_POSTGRES,
 
 
 @pytest.fixture(scope="module")
-def pg_workloads(pg_dsn):
-    """A PostgreSQL backend on the test server, installing the kernels when they are missing."""
+def pg_workloads(pg_kernels):
+    """A PostgreSQL backend on the test server, with the kernels."""
     from sparse_einsum.backends import open_backend
-    from sparse_einsum.backends.pg_kernels import install_kernels
-    from sparse_einsum.errors import BackendError
-    try:
-        backend, _ = open_backend("postgres", dsn=pg_dsn)
-    except BackendError:
-        install_kernels(pg_dsn)
-        backend, _ = open_backend("postgres", dsn=pg_dsn)
+    backend, _ = open_backend("postgres", dsn=pg_kernels)
     with backend:
         yield backend
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..errors import SparseEinsumError
+from ..extras import missing
 from .base import Backend
 
 BACKENDS = {"duckdb": "sparse_einsum.backends.duckdb:DuckDBBackend",
@@ -15,7 +16,10 @@ def backend_class(name: str) -> type[Backend]:
     if name not in BACKENDS:
         raise SparseEinsumError(f"unknown backend {name!r}: use {' or '.join(map(repr, BACKENDS))}")
     module, cls = BACKENDS[name].split(":")
-    return getattr(import_module(module), cls)
+    try:
+        return getattr(import_module(module), cls)
+    except ImportError as exc:
+        raise (missing(exc) or exc) from None
 
 
 def open_backend(spec: object = "duckdb", *, shared: bool = False, **options

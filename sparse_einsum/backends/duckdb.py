@@ -25,7 +25,7 @@ from ..sql.dialect import Dialect
 from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.pipeline import statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
-from . import duckdb_extension
+from . import blas, duckdb_extension
 from .base import Backend, arrow_relation, relation_blocks
 
 _LIST = sqltypes.DuckDBPyType(list[float])
@@ -139,9 +139,7 @@ class DuckDBBackend(Backend):
             return DuckDBDialect()
         try:
             duckdb_extension.load(self.con)
-            blas = self.query("SELECT se_extension_blas()")[0][0]
-            self.kernel_detail = (f"{blas} for matrix products" if blas else
-                                  "C loops for matrix products: built without BLAS")
+            self.kernel_detail = blas.describe(self.query("SELECT se_extension_blas()")[0][0])
             return DuckDBNativeDialect()
         except BackendError as exc:
             if native:

@@ -2,13 +2,13 @@
 
 The extension is compiled with gcc against DuckDB's C extension API headers
 (``duckdb.h``, ``duckdb_extension.h``), which are not in the duckdb wheel: they come
-from the duckdb source distribution on PyPI, fetched with pip when the package is
-installed (setup.py) or by ``sparse-einsum build-extension``, never at run time. Headers
-and builds are cached in ``~/.cache/sparse-einsum`` (``$SPARSE_EINSUM_CACHE``); a build
-is keyed by its sources, compiler, headers and BLAS, so a changed checkout builds anew on
-first use (gcc and the cached headers suffice). Matrix products run with OpenBLAS when it
-links at build time (cblas.h and libopenblas, Debian's libopenblas-dev; the extension's
-``se_extension_blas()`` names it) and with the C loops otherwise.
+from the duckdb source distribution on PyPI, fetched with pip when the package is built
+(setup.py) or by ``sparse-einsum build-extension``, never at run time. A wheel carries
+the extension it compiled (``sparse_einsum/native``); a checkout builds it on first use
+into ``~/.cache/sparse-einsum`` (``$SPARSE_EINSUM_CACHE``), keyed by its sources,
+compiler, headers and BLAS, so a changed checkout builds anew (gcc and the cached
+headers suffice). Matrix products run with the BLAS `blas.find` picks (PyPI's
+scipy-openblas32; ``se_extension_blas()`` names it) or with the C loops.
 
 It targets the V1 C API of DuckDB v1.2.0, so one file loads into every DuckDB from 1.2
 on, the Python package and the command-line shell alike. DuckDB loads it only on a
@@ -27,12 +27,14 @@ import tempfile
 from pathlib import Path
 
 from ..errors import BackendError
+from ..resources import NATIVE, UDF_KERNELS
+from . import blas
 
 NAME = "sparse_einsum"
 FILE_NAME = f"{NAME}.duckdb_extension"
 HEADERS_VERSION = "2.0.0"       # the duckdb sdist whose C API headers the build uses
 C_API_VERSION = "v1.2.0"        # what the extension declares (see udf_kernels/duckdb/se_duckdb.h)
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels"
+SOURCE_DIR = UDF_KERNELS
 _HEADERS = ("duckdb.h", "duckdb_extension.h")
 _CFLAGS = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-std=gnu11", "-Wall", "-pthread"]
 _MACHINES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
@@ -68,33 +70,14 @@ def _compiler() -> str:
     return cc
 
 
-_BLAS_PROBE = "#include <cblas.h>\nint main(void) { double x = 1; return cblas_ddot(1, &x, 1, &x, 1) != 1; }\n"
-_blas: dict[str, list[str]] = {}
-
-
-def blas_flags(cc: str) -> list[str]:
-    """Compiler flags linking OpenBLAS for matrix products (se_blas.c with SE_BLAS) when
-    cblas.h and libopenblas link here (Debian: libopenblas-dev), else none: the C loops
-    run them. SPARSE_EINSUM_BLAS=0 builds without BLAS."""
-    if os.environ.get("SPARSE_EINSUM_BLAS", "1") == "0":
-        return []
-    if cc not in _blas:
-        with tempfile.TemporaryDirectory(prefix="se-blas-probe-") as tmp:
-            probe = Path(tmp) / "probe.c"
-            probe.write_text(_BLAS_PROBE)
-            done = subprocess.run([cc, str(probe), "-o", str(Path(tmp) / "probe"), "-lopenblas"],
-                                  capture_output=True, text=True)
-        _blas[cc] = ["-DSE_BLAS", "-lopenblas"] if done.returncode == 0 else []
-    return _blas[cc]
-
-
 def _build_key(cc: str) -> str:
     digest = hashlib.sha256()
     for path in sources():
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    for part in (version, " ".join(_CFLAGS + blas_flags(cc)), HEADERS_VERSION, C_API_VERSION,
-                 _platform()):
+    found = blas.find(cc)
+    for part in (version, " ".join(_CFLAGS), str(found) if found else "", HEADERS_VERSION,
+                 C_API_VERSION, _platform()):
         digest.update(part.encode())
     return digest.hexdigest()[:16]
 
@@ -152,21 +135,30 @@ def metadata_footer(extension_version: str) -> bytes:
     return prefix + body + bytes(256)
 
 
-def build(force: bool = False) -> Path:
-    """Compile the extension (once per key) and return its path; BackendError says why not."""
+def build(force: bool = False, into: Path | None = None) -> Path:
+    """Compile the extension and return its path; BackendError says why not.
+
+    Into the cache, once per key, linked to the BLAS where it is installed now; or `into`
+    a directory of a wheel being built, linked to the BLAS by a path relative to the
+    extension (site-packages/sparse_einsum/native -> site-packages/scipy_openblas32/lib)."""
     cc = _compiler()
     headers = headers_dir()
     if not all((headers / h).is_file() for h in _HEADERS):
         raise BackendError("DuckDB's C headers are not cached: run `sparse-einsum "
                            "build-extension` (fetches them from PyPI) or reinstall the package")
     key = _build_key(cc)
-    target = cache_dir() / "duckdb" / key / FILE_NAME
-    if target.is_file() and not force:
+    target = (into or cache_dir() / "duckdb" / key) / FILE_NAME
+    if target.is_file() and not force and into is None:
         return target
+    found = blas.find(cc)
+    link = [*found.cflags, *found.libs] if found else []
+    if found and found.lib_dir:
+        link.append("-Wl,-rpath," + ("$ORIGIN/../../scipy_openblas32/lib" if into
+                                     else str(found.lib_dir)))
     c_files = [str(p) for p in sources() if p.suffix == ".c"]
     staging = _ensure(target.parent) / f"{FILE_NAME}.{os.getpid()}.tmp"
     cmd = [cc, *_CFLAGS, f"-I{headers}", f"-I{SOURCE_DIR / 'common'}",
-           f'-DSE_EXTENSION_VERSION="{key}"', *c_files, "-o", str(staging), *blas_flags(cc), "-lm"]
+           f'-DSE_EXTENSION_VERSION="{key}"', *c_files, "-o", str(staging), *link, "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         staging.unlink(missing_ok=True)
@@ -179,7 +171,11 @@ def build(force: bool = False) -> Path:
 
 
 def extension_path() -> Path:
-    """The built extension for these sources, building it on first use."""
+    """The extension a wheel carries, or else one built from the checkout's sources (on
+    first use)."""
+    packaged = NATIVE / FILE_NAME
+    if packaged.is_file():
+        return packaged
     if not (SOURCE_DIR / "duckdb").is_dir():
         raise BackendError(f"no extension sources in {SOURCE_DIR / 'duckdb'}")
     return build()
@@ -199,6 +195,7 @@ def load(con) -> Path:
     if "path" not in _built:
         _built["path"] = extension_path()
     path = _built["path"]
+    blas.preload()
     try:
         con.execute("LOAD '" + str(path).replace("'", "''") + "'")
     except Exception as exc:      # duckdb.Error, or an extension DuckDB refuses

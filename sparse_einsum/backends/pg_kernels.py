@@ -1,13 +1,14 @@
 """Build, install and check the PostgreSQL C extension ``sparse_einsum_kernels``.
 
-The sources live in ``udf_kernels/postgres`` (and the kernel core shared with the
-DuckDB extension in ``udf_kernels/common``) at the repository root. Building needs a C
-compiler, ``make``, OpenBLAS (Debian: ``libopenblas-dev``) and the server headers of
-the same major version as the server (Debian: ``postgresql-server-dev-15``); installing
-needs write access to the server's lib and extension directories, so it must run on
-the server's machine. Installing updates an extension of an older version in place
-(``ALTER EXTENSION ... UPDATE``); the library of each version has its own file, so
-databases still on an older version keep working meanwhile.
+The sources are ``udf_kernels/postgres`` and the kernel core shared with the DuckDB
+extension, ``udf_kernels/common`` (package data of an installed wheel, see `resources`).
+Building needs a C compiler, ``make`` and the server headers of the same major version
+as the server (Debian: ``postgresql-server-dev-15``); matrix products link the BLAS
+`blas.find` picks (PyPI's scipy-openblas32, whose library is copied beside the kernels'
+in the server's lib directory). Installing needs write access to the server's lib and
+extension directories, so it must run on the server's machine. It updates an extension
+of an older version in place (``ALTER EXTENSION ... UPDATE``); the library of each
+version has its own file, so databases still on an older version keep working meanwhile.
 """
 from __future__ import annotations
 
@@ -19,16 +20,19 @@ import tempfile
 from glob import glob
 from pathlib import Path
 
-from sparse_einsum.errors import BackendError
+from ..errors import BackendError
+from ..extras import require
+from ..resources import UDF_KERNELS
+from . import blas
 
 KERNELS_VERSION = "1.3"
 EXTENSION = "sparse_einsum_kernels"
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "udf_kernels" / "postgres"
+SOURCE_DIR = UDF_KERNELS / "postgres"
 _INSTALL_HINT = "run sparse-einsum install-kernels --dsn DSN (as a user that may write the PostgreSQL lib dir)"
 
 
 def _connect(dsn: str):
-    import psycopg
+    psycopg = require("psycopg")
 
     try:
         return psycopg.connect(dsn, autocommit=True)
@@ -58,19 +62,14 @@ def _config(pg_config: str, key: str) -> str:
                           check=True).stdout.strip()
 
 
-def _check_tools(pg_config: str, major: int) -> None:
-    """Raise BackendError naming the first missing build or install prerequisite."""
+def _check_tools(pg_config: str, major: int) -> str:
+    """The C compiler; BackendError names the first missing build or install prerequisite."""
     cc = shlex.split(_config(pg_config, "cc") or "cc")[0]
     if not shutil.which(cc):
         raise BackendError(f"no C compiler: {cc!r} (from pg_config --cc) is not on PATH; "
                            "install gcc (apt-get install gcc)")
     if not shutil.which("make"):
         raise BackendError("no make: install make (apt-get install make)")
-    blas = subprocess.run([cc, "-E", "-x", "c", "-"], input="#include <cblas.h>\n",
-                          capture_output=True, text=True)
-    if blas.returncode:
-        raise BackendError("no OpenBLAS headers (cblas.h): install libopenblas-dev "
-                           "(apt-get install libopenblas-dev)")
     include = Path(_config(pg_config, "includedir-server"))
     pgxs = Path(_config(pg_config, "pgxs"))
     if not (include / "postgres.h").exists() or not pgxs.exists():
@@ -81,9 +80,27 @@ def _check_tools(pg_config: str, major: int) -> None:
         if not os.access(d, os.W_OK):
             raise BackendError(f"no permission to write {d}: install the kernels as root "
                                "or as a user that owns the PostgreSQL installation")
+    return cc
 
 
-def _build(source: Path, pg_config: str) -> None:
+def _blas_make_args(cc: str, pg_config: str) -> list[str]:
+    """make variables linking the BLAS; PyPI's library is copied into the server's lib
+    directory (atomically: running backends keep the file they mapped), found there by
+    the kernels' run path."""
+    found = blas.find(cc)
+    if found is None:
+        return ["SE_BLAS_CFLAGS=", "SE_BLAS_LIBS="]
+    libs = list(found.libs)
+    if found.library:
+        libdir = Path(_config(pg_config, "pkglibdir"))
+        staging = libdir / f".{found.library.name}.{os.getpid()}"
+        shutil.copyfile(found.library, staging)
+        os.replace(staging, libdir / found.library.name)
+        libs.append(f"-Wl,-rpath,{libdir}")
+    return [f"SE_BLAS_CFLAGS={shlex.join(found.cflags)}", f"SE_BLAS_LIBS={shlex.join(libs)}"]
+
+
+def _build(source: Path, pg_config: str, make_args: list[str]) -> None:
     """make + make install in a scratch copy of source and ../common (keeps the source
     tree clean)."""
     if not (source / "Makefile").exists():
@@ -94,8 +111,8 @@ def _build(source: Path, pg_config: str) -> None:
         shutil.copytree(source, work, ignore=ignore)
         shutil.copytree(source.parent / "common", Path(tmp) / "common", ignore=ignore)
         for target in ([], ["install"]):
-            r = subprocess.run(["make", "-C", str(work), f"PG_CONFIG={pg_config}", *target],
-                               capture_output=True, text=True)
+            r = subprocess.run(["make", "-C", str(work), f"PG_CONFIG={pg_config}", *make_args,
+                                *target], capture_output=True, text=True)
             if r.returncode:
                 raise BackendError(f"make {' '.join(target)} failed in {work}:\n"
                                    f"{(r.stdout + r.stderr)[-3000:]}")
@@ -106,14 +123,14 @@ def install_kernels(dsn: str, *, build_dir: str | None = None) -> str:
 
     build_dir overrides the extension source directory. Returns the installed version.
     """
-    import psycopg
+    psycopg = require("psycopg")
     from psycopg import sql
 
     with _connect(dsn) as conn:
         major = conn.info.server_version // 10000
     pg_config = _pg_config(major)
-    _check_tools(pg_config, major)
-    _build(Path(build_dir) if build_dir else SOURCE_DIR, pg_config)
+    cc = _check_tools(pg_config, major)
+    _build(Path(build_dir) if build_dir else SOURCE_DIR, pg_config, _blas_make_args(cc, pg_config))
     with _connect(dsn) as conn:          # a new session loads the new library
         try:
             row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",

@@ -8,10 +8,12 @@ import numpy as np
 
 from ..blocks import Blocks
 from ..errors import BackendError
+from ..extras import require
 from ..inputs import SourceInput, read_file
 from ..sql.pipeline import statement_query
 from ..sql.postgres import PostgresDialect
 from ..sql.steps import Step, TableRelation
+from . import blas
 from .base import Backend, arrow_columns
 from .pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from .pg_kernels import check_kernels
@@ -22,7 +24,7 @@ class PostgresBackend(Backend):
     name = "postgres"
 
     def __init__(self, dsn: str | None = None, *, connection=None, work_mem: str = "256MB"):
-        import psycopg
+        psycopg = require("psycopg")
         self._owns = connection is None
         if connection is None:
             if not dsn:
@@ -35,6 +37,8 @@ class PostgresBackend(Backend):
         self.conn = connection
         self.conn.prepare_threshold = None      # tables are made and dropped all the time
         check_kernels(self.conn)
+        self.kernel_detail = blas.describe(self.conn.execute(
+            "SELECT current_setting('sparse_einsum_kernels.blas_library', true)").fetchone()[0])
         self.conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
         # Tables are made and filled just before they are read, without statistics: the
         # planner's estimates run to billions of rows and its JIT compiles (with LLVM

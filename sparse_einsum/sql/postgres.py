@@ -29,7 +29,7 @@ class PostgresDialect(NativeDialect):
     array_of_scalar = "ARRAY[{}]"
     packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
                         "|| array_agg({val} ORDER BY {pos})")
-    kernels = "native C: the sparse_einsum_kernels extension (OpenBLAS for matrix products)"
+    kernels = "native C: the sparse_einsum_kernels extension"
 
     def shared_matrix_kernel(self, spec: KernelSpec, args: list[str]) -> str | None:
         """se_kernel2_rows: the rows against the one matrix in chunks of one BLAS product each

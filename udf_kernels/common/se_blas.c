@@ -1,7 +1,9 @@
 /*
  * se_blas: matrix products (se_gemm) with BLAS, shared by the PostgreSQL and the DuckDB
- * extension. Built with SE_BLAS defined it calls OpenBLAS's cblas_ddot/dgemv/dgemm; without,
- * se_gemm_blas declines every product and the callers run se_gemm_run (the C loops).
+ * extension. Built with SE_BLAS defined it calls OpenBLAS's cblas_ddot/dgemv/dgemm (with
+ * SE_BLAS_SCIPY, PyPI's scipy-openblas32, whose symbols carry a scipy_ prefix; SE_BLAS_NAME
+ * names the build); without, se_gemm_blas declines every product and the callers run
+ * se_gemm_run (the C loops).
  */
 #include "se_kernel.h"
 
@@ -27,11 +29,21 @@ gemm_tn_add_loops(int64_t m, int64_t n, int64_t k, const double *at, const doubl
 
 #include <limits.h>
 
+#ifdef SE_BLAS_SCIPY
+#define cblas_ddot scipy_cblas_ddot
+#define cblas_dgemv scipy_cblas_dgemv
+#define cblas_dgemm scipy_cblas_dgemm
+#define openblas_set_num_threads scipy_openblas_set_num_threads
+#endif
+#ifndef SE_BLAS_NAME
+#define SE_BLAS_NAME "OpenBLAS"
+#endif
+
 #include <cblas.h>
 
 extern void openblas_set_num_threads(int num_threads);
 
-const char *const se_blas_name = "OpenBLAS";
+const char *const se_blas_name = SE_BLAS_NAME;
 
 void
 se_blas_threads(int n)

@@ -52,6 +52,9 @@ static bool se_cache_broadcast = true;
 /* sparse_einsum_kernels.blas: run matrix products with BLAS (off: the C loops) */
 static bool se_blas = true;
 
+/* sparse_einsum_kernels.blas_library (read only): the BLAS of this build */
+static char *se_blas_library = NULL;
+
 void
 _PG_init(void)
 {
@@ -67,6 +70,11 @@ _PG_init(void)
 	DefineCustomBoolVariable("sparse_einsum_kernels.blas",
 							 "Run kernels that are matrix products with BLAS.",
 							 NULL, &se_blas, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("sparse_einsum_kernels.blas_library",
+							   "The BLAS the kernels were built with (empty: C loops).",
+							   NULL, &se_blas_library, se_blas_name ? se_blas_name : "",
+							   PGC_INTERNAL, GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("sparse_einsum_kernels");
 #else
