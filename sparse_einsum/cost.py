@@ -54,42 +54,18 @@ class CostParams:
         return asdict(self)
 
 
-# from `sparse-einsum calibrate` on a 2-core machine of the kind CI runs on, keyed by
-# dialect (each way of running kernels); the load constants are the median of five
-# DuckDB runs of the calibration
+# per dialect (each way of running kernels): `sparse-einsum calibrate [--backend B]` on a
+# 2-core machine; how each value was obtained: experiments/results/calibration.md
 DEFAULT_PARAMS = {
-    # UDF kernels; c_group measured by timing one stack into 2708 row arrays against one
-    # array; c_sparse: scipy's CSR x dense, 1M non-zeros x 64 (1.5-2.6e-9 s per flop measured)
     "duckdb": CostParams(c_xfer=3.2e-9, c_kernel=3.1e-11, c_fixed=8.7e-8, c_add=1.7e-8,
                          c_group=3.5e-5, c_load_tuple=9.4e-8, c_load_byte=3.5e-9,
                          c_sparse=2.0e-9),
-    # the sparse_einsum extension: `sparse-einsum calibrate`, medians of three runs on this
-    # 2-core machine shared with other jobs (load average 3-4), each constant within 13%
-    # run to run (c_load_byte 28%): the kernels (c_kernel its strided loop, c_gemm its
-    # OpenBLAS products, c_sparse and c_nnz its kernel over packed payloads) and the loads.
-    # c_xfer, c_fixed, c_add and c_group: the timed plans cannot tell them from these
-    # values (calibrate keeps them), from calibrate --scale 0.3 and c_group from timing
-    # one stack into 2708 row arrays against one array
     "duckdb-native": CostParams(c_xfer=3.6e-10, c_kernel=1.9e-10, c_fixed=3.7e-8, c_add=2.6e-8,
                                 c_group=3.5e-5, c_load_tuple=1.2e-8, c_load_byte=2.7e-10,
                                 c_sparse=3.4e-10, c_nnz=1.5e-8, c_gemm=3.8e-11),
-    # c_gemm: the C kernels' matrix products with OpenBLAS (3.7-4.8e-10 measured; 3.9e-9
-    # before BLAS), c_kernel their strided loop (7.5e-10-1.1e-9), as for duckdb-native;
-    # c_sparse as for duckdb-native
-    # c_gemm_rows: se_kernel2_rows on the matvec case of experiments.bench_native (20k rows
-    # x one 767 x 256 matrix, side by side): 0.22 s of the statement's 0.37 s beyond
-    # scanning and writing the same rows, where the row-by-row kernel took 0.59 s
     "postgres": CostParams(c_xfer=3.1e-9, c_kernel=8.5e-10, c_fixed=8.7e-7, c_add=1.0e-12,
                            c_load_tuple=6.2e-7, c_load_byte=2.4e-8, c_sparse=3.7e-9,
                            c_gemm=4.5e-10, c_gemm_rows=2.8e-11),
-    # `calibrate --backend spark --spark local-cluster[2,1,2048] --scale 0.3`, two runs on
-    # this 2-core machine under a load average of 8-9 (other jobs): stable within 20% run to
-    # run are c_statement (1.02, 0.91 s: the mean) and the loads (2.4e-5/2.0e-5 per tuple,
-    # 5.8e-8/4.7e-8 per byte: the means); c_add (4.9e-7, 9.4e-7), c_group (3.8e-4, 8.6e-4)
-    # and the kernels (c_kernel 1.1e-10/3.5e-11, c_gemm 1.1e-10/3.0e-11, c_sparse
-    # 5.0e-9/6.7e-10) varied 2-7x: their geometric means. At that scale the timed plans
-    # are statement-bound: c_xfer and c_fixed came out at the fit's floor both times and
-    # c_shuffle once (4.6e-8 the other), so those three keep the earlier estimates
     "spark": CostParams(c_xfer=2.0e-8, c_kernel=6.2e-11, c_fixed=2.0e-6, c_add=6.8e-7,
                         c_group=5.7e-4, c_load_tuple=2.2e-5, c_load_byte=5.3e-8,
                         c_sparse=1.8e-9, c_gemm=5.7e-11, c_shuffle=2.0e-8, c_statement=0.97,

@@ -6,7 +6,7 @@ executors' Python workers.
 Element-wise aggregates of DOUBLE arrays are ``collect_list`` with one Arrow UDF per
 batch of groups (``np.add.reduceat``): measured against the alternatives (one ``sum``
 per element, ``aggregate`` with ``zip_with``, a grouped pandas UDF) it is as fast as the
-fastest of them, for any array length (see the README). Repartitions are Spark's own
+fastest of them, for any array length (docs/spark.md). Repartitions are Spark's own
 ``posexplode`` and ``GROUP BY`` (a shuffle on the target keys).
 
 Operations whose Spark SQL differs from NumPy (division by zero raises an error under
