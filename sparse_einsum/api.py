@@ -31,19 +31,21 @@ def run(program: Program | str | Path, data: dict[str, object] | None = None, *,
 
 def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
            out: np.ndarray | None = None, dtype: object = None, order: str = "K",
-           casting: str = "safe", optimize: object = False, format: str = "dense",
+           casting: str = "safe", optimize: object = False, format: str | None = None,
            **backend_options):
     """NumPy's einsum, computed in SQL: ``einsum("ij,jk->ik", A, B)`` or the sublist form
     ``einsum(A, [0, 1], B, [1, 2], [0, 2])``. Operands are arrays, scipy.sparse matrices,
     scalars or data frames in COO form; ellipsis and size-1 broadcasting follow NumPy.
     `out`, `dtype`, `order` and `casting` have NumPy's meaning; `optimize` is accepted
     and ignored (the plan decides the contraction order). The result is a NumPy array
-    (`format` "dense", the default), a scipy.sparse array ("sparse": CSR for a matrix,
-    COO for other ranks) or whichever the cost model's estimate suggests ("auto":
-    sparse when the result is estimated under 10% full)."""
+    (`format` "dense"), a scipy.sparse array ("sparse": CSR for a matrix, COO for other
+    ranks) or whichever the cost model's estimate suggests ("auto": sparse when the
+    result is estimated under 10% full). By default, as scipy does, a scipy.sparse
+    operand gives "auto" (sparse in, sparse out where the result is sparse) and dense
+    operands or `out` give "dense"."""
     call = _parse_einsum(operands, dtype, casting)
     with _einsum_session(call, backend, backend_options) as session:
-        result = session.run(plan, format=format).outputs["OUT"]
+        result = session.run(plan, format=_einsum_format(format, call, out)).outputs["OUT"]
     if sp.issparse(result):
         if out is not None:
             raise DataError("einsum: out= takes a dense result; use format='dense'")
@@ -69,6 +71,14 @@ class _EinsumCall(NamedTuple):
     subscripts: Subscripts
     data: dict[str, object]
     dtype: np.dtype
+    sparse_operands: bool           # some operand is scipy.sparse
+
+
+def _einsum_format(format: str | None, call: _EinsumCall, out: object) -> str:
+    """The format asked for, else "auto" for sparse operands (unless `out` is given)."""
+    if format is not None:
+        return format
+    return "auto" if call.sparse_operands and out is None else "dense"
 
 
 def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
@@ -92,7 +102,7 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
     except (TypeError, ValueError) as exc:
         raise DataError(f"einsum {text!r}: {exc}") from None
     data = {f"T{k}": _squeeze(v, axes) for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}
-    return _EinsumCall(parsed, data, result_dtype)
+    return _EinsumCall(parsed, data, result_dtype, any(sp.issparse(v) for v in values))
 
 
 def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Session:
