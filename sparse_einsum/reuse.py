@@ -12,11 +12,16 @@ programs no larger values (which could need exact BIGINT arithmetic). A summary 
 each input once, vectorised (O(size) of a dense array, O(nnz) of a sparse one; no
 sorting, no tiles, no degrees), a small fraction of the exact statistics and planning
 it replaces.
+
+`STATS` keeps the exact statistics of each input object while it lives (by identity,
+LRU-bounded) and gives them again while its summary is unchanged, so that an array
+passed to many calls is counted once.
 """
 from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -27,8 +32,10 @@ from .optimizer.context import OptimizerContext
 from .plan import Plan
 from .program.dag import Dag
 from .sql.compiler import CompiledPlan
+from .stats.tensor_stats import TensorStats, exact_stats
 
-CACHE_SIZE = 64        # entries kept, least recently used dropped first
+CACHE_SIZE = 64        # plans kept, least recently used dropped first
+STATS_SIZE = 256       # input objects whose statistics are kept
 FACTOR = 2.0           # statistics within this factor either way reuse the plan
 
 
@@ -144,3 +151,41 @@ class PlanCache:
 
 
 PLANS = PlanCache()
+
+
+class StatsCache:
+    """Exact statistics of input objects, by identity while they live, at most `size`."""
+
+    def __init__(self, size: int = STATS_SIZE):
+        self.size = size
+        self._entries: OrderedDict[int, tuple[weakref.ref, Summary, TensorStats]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, x: object) -> TensorStats:
+        """The statistics of `x`: kept ones while its summary is the one they were
+        computed with (its values may have changed in place), else computed and kept."""
+        now = summary(x)
+        with self._lock:
+            found = self._entries.get(id(x))
+            if found is not None and found[0]() is x and found[1] == now:
+                self._entries.move_to_end(id(x))
+                return found[2]
+        stats = exact_stats(x)
+        try:
+            ref = weakref.ref(x, lambda _, key=id(x): self._forget(key))
+        except TypeError:             # an object without weak references: not kept
+            return stats
+        with self._lock:
+            self._entries[id(x)] = (ref, now, stats)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return stats
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and found[0]() is None:
+                del self._entries[key]
+
+
+STATS = StatsCache()

@@ -49,13 +49,13 @@ from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
-from .reuse import PLANS, Planned, summary
+from .reuse import PLANS, STATS, Planned, summary
 from .sql.compiler import CompiledPlan, compile_plan
 from .sql.dialect import Dialect
 from .sql.pretty import pretty
 from .sql.steps import TableRelation
 from .stats.propagate import propagate
-from .stats.tensor_stats import TensorStats, exact_stats
+from .stats.tensor_stats import TensorStats
 from .values import MAX_EXACT, input_dtype, plan_values
 
 PATHS = ("cost", "opt_einsum")           # contraction orders of n-ary products (see lower)
@@ -199,15 +199,16 @@ class Session:
         return shapes
 
     def stats(self) -> dict[str, TensorStats]:
-        """Statistics of every input: exact for arrays, by SQL for imported data, assumed
-        (uniform, ASSUMED_PER_INDEX per index) for tables when there is no database."""
+        """Statistics of every input: exact for arrays (kept per array object while its
+        summary is unchanged, `reuse.STATS`), by SQL for imported data, assumed (uniform,
+        ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
         counted = {id(inp.value): self._input_stats[name] for name, inp in self.inputs.items()
                    if name in self._input_stats and isinstance(inp, ArrayInput)}
         for name, inp in self.inputs.items():
             if name not in self._input_stats:       # one data object given twice: counted once
                 if id(inp.value) not in counted:
-                    counted[id(inp.value)] = exact_stats(inp.value)
+                    counted[id(inp.value)] = STATS.get(inp.value)
                 self._input_stats[name] = counted[id(inp.value)]
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}

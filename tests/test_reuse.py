@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import sparse_einsum as se
 import sparse_einsum.session as session_module
 from sparse_einsum import DataError, Session
-from sparse_einsum.reuse import PLANS, PlanCache, Planned, summary
+from sparse_einsum.reuse import PLANS, STATS, PlanCache, Planned, summary
 from sparse_einsum.stats.tensor_stats import exact_stats
 
 SPMM = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\noutput Y"
@@ -32,8 +32,7 @@ def counted(monkeypatch):
             return fn(*args, **kwargs)
         return wrapper
     monkeypatch.setattr(session_module, "plans", counting("plans", session_module.plans))
-    monkeypatch.setattr(session_module, "exact_stats",
-                        counting("stats", session_module.exact_stats))
+    monkeypatch.setattr(session_module.STATS, "get", counting("stats", STATS.get))
     PLANS.clear()
     return calls
 
@@ -160,3 +159,12 @@ def test_cache_keeps_the_most_recently_used():
     assert cache.find(0, {}) is entries[0]
     cache.put(2, entries[2])
     assert len(cache) == 2 and cache.find(1, {}) is None and cache.find(0, {}) is entries[0]
+
+
+def test_statistics_are_kept_per_array_while_it_is_unchanged():
+    a = np.where(np.random.default_rng(4).random((20, 30)) < 0.2, 1.0, 0.0)
+    first = STATS.get(a)
+    assert STATS.get(a) is first
+    a[:, :] = 1.0                          # changed in place: counted again
+    again = STATS.get(a)
+    assert again is not first and again.nnz == a.size == exact_stats(a).nnz
