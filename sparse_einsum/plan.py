@@ -38,6 +38,11 @@ class Choice:
         object.__setattr__(self, "_sizes", dict(self.tiles))
         object.__setattr__(self, "_tilings", {})     # tiling(), per labels asked
 
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Label -> tile size (do not change it)."""
+        return self._sizes
+
     def tile(self, label: str) -> int:
         return self._sizes[label]
 
