@@ -8,10 +8,10 @@ first session made (the lowered DAG, its cost model, the plans and their compile
 and the `Summary` of each input it was chosen under. A later session reuses it when
 every input's summary is `close` to the stored one: non-zeros and non-empty indices per
 axis within FACTOR either way, NaN/inf present in the same inputs, and for integer
-programs no larger values (which could need exact BIGINT arithmetic). A summary reads
-each input once, vectorised (O(size) of a dense array, O(nnz) of a sparse one; no
-sorting, no tiles, no degrees), a small fraction of the exact statistics and planning
-it replaces.
+programs no larger values (which could need exact BIGINT arithmetic). A summary takes
+a few vectorised passes over each input (O(size) of a dense array, O(nnz) of a sparse
+one; no sorting, no tiles, no degrees): a fraction of the exact statistics, and far
+less than the planning it replaces.
 
 `STATS` keeps the exact statistics of each input object while it lives (by identity,
 LRU-bounded) and gives them again while its summary is unchanged, so that an array
