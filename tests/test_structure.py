@@ -21,7 +21,7 @@ from test_programs import PROGRAMS
 PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 # The pipeline's stages in order; a module may import its own stage and earlier ones.
 STAGES = [
-    ["errors", "memory"],
+    ["errors", "memory", "extras", "resources"],
     ["program"],
     ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
