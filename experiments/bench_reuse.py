@@ -16,7 +16,10 @@ Medians of ``--repeats``, each method alternating with scipy's on the same data:
   with ``--nnz`` non-zeros: its first call (nothing cached), repeated calls, and the
   engine's share, against scipy's gather-and-dot.
 
-Every result is checked against scipy's.
+Every result is checked against scipy's. On a machine with few cores, scipy's OpenBLAS
+and the DuckDB extension's (scipy-openblas32) keep separate thread pools whose threads
+spin after each call, slowing whichever runs next; ``OPENBLAS_NUM_THREADS=1`` shows
+the times without that contention.
 """
 from __future__ import annotations
 

@@ -71,7 +71,8 @@ class Session:
     Products of three or more tensors are contracted along the path the cost model
     prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`; a
     product read once by another is fused into it first, `program.fuse`) or along
-    opt_einsum's dense path with every statement as written (`paths="opt_einsum"`)."""
+    opt_einsum's dense path with every statement as written (`paths="opt_einsum"`).
+    With `reuse`, plans come from earlier sessions where they fit (module docstring)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
