@@ -6,8 +6,8 @@ a contraction path found once: for loops that call one program many times.
         for data in batches:
             outputs = step(data)           # the compiled statements on `data`
 
-A call checks each input against the data the plan was prepared with, in one pass over
-it: the same shape and dtype; no NaN or inf where the example had none (the SQL
+A call checks each input against the data the plan was prepared with, with a couple of
+vectorised passes over it: the same shape and dtype; no NaN or inf where the example had none (the SQL
 propagates them only where the example had them); for integer programs computed in
 doubles, no larger values (exact BIGINT arithmetic would be needed). Each mismatch is
 a one-line DataError. Calls on one object run one at a time (their tables share names).
