@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from .errors import DataError
 from .inputs import is_frame, numeric_array
 from .plan import Plan
+from .prepared import Prepared
 from .program.model import Program
 from .program.subscripts import Subscripts, parse_subscripts, sublist_subscripts
 from .session import Session
@@ -24,26 +25,35 @@ def run(program: Program | str | Path, data: dict[str, object] | None = None, *,
     """Run a program on `data` (name -> NumPy array, scipy.sparse matrix or data frame);
     returns its outputs: NumPy arrays, or with `format` "sparse" scipy.sparse arrays
     (CSR for matrices, COO otherwise), or with "auto" sparse where the cost model
-    estimates an output under 10% full."""
-    with Session(program, data, backend=backend, **backend_options) as session:
+    estimates an output under 10% full. Calls on the same program, shapes and dtypes
+    with close statistics reuse the plan and SQL of an earlier call (see `reuse`)."""
+    with Session(program, data, backend=backend, reuse=True, **backend_options) as session:
         return session.run(plan, progress=progress, format=format).outputs
 
 
 def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
            out: np.ndarray | None = None, dtype: object = None, order: str = "K",
-           casting: str = "safe", optimize: object = False, format: str = "dense",
+           casting: str = "safe", optimize: object = False, format: str | None = None,
            **backend_options):
     """NumPy's einsum, computed in SQL: ``einsum("ij,jk->ik", A, B)`` or the sublist form
     ``einsum(A, [0, 1], B, [1, 2], [0, 2])``. Operands are arrays, scipy.sparse matrices,
     scalars or data frames in COO form; ellipsis and size-1 broadcasting follow NumPy.
     `out`, `dtype`, `order` and `casting` have NumPy's meaning; `optimize` is accepted
     and ignored (the plan decides the contraction order). The result is a NumPy array
-    (`format` "dense", the default), a scipy.sparse array ("sparse": CSR for a matrix,
-    COO for other ranks) or whichever the cost model's estimate suggests ("auto":
-    sparse when the result is estimated under 10% full)."""
+    (`format` "dense"), a scipy.sparse array ("sparse": CSR for a matrix, COO for other
+    ranks) or whichever the cost model's estimate suggests ("auto": sparse when the
+    result is estimated under 10% full). By default, as scipy does, a scipy.sparse
+    operand gives "auto" (sparse in, sparse out where the result is sparse) and dense
+    operands or `out` give "dense". Calls with the same subscripts, shapes and dtypes and
+    close statistics reuse the plan and SQL of an earlier call (see `reuse`)."""
     call = _parse_einsum(operands, dtype, casting)
-    with _einsum_session(call, backend, backend_options) as session:
-        result = session.run(plan, format=format).outputs["OUT"]
+    with _einsum_session(call, backend, dict(backend_options, reuse=True)) as session:
+        result = session.run(plan, format=_einsum_format(format, call, out)).outputs["OUT"]
+    return _einsum_result(result, out, casting, order)
+
+
+def _einsum_result(result: object, out: np.ndarray | None, casting: str, order: str) -> object:
+    """The result as `np.einsum` gives it: in `out`, in `order`, a scalar for rank 0."""
     if sp.issparse(result):
         if out is not None:
             raise DataError("einsum: out= takes a dense result; use format='dense'")
@@ -66,9 +76,18 @@ def einsum_session(*operands, backend: object = "duckdb", **backend_options) -> 
 
 
 class _EinsumCall(NamedTuple):
+    text: str                       # the subscripts as a string
     subscripts: Subscripts
     data: dict[str, object]
     dtype: np.dtype
+    sparse_operands: bool           # some operand is scipy.sparse
+
+
+def _einsum_format(format: str | None, call: _EinsumCall, out: object) -> str:
+    """The format asked for, else "auto" for sparse operands (unless `out` is given)."""
+    if format is not None:
+        return format
+    return "auto" if call.sparse_operands and out is None else "dense"
 
 
 def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
@@ -92,7 +111,7 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
     except (TypeError, ValueError) as exc:
         raise DataError(f"einsum {text!r}: {exc}") from None
     data = {f"T{k}": _squeeze(v, axes) for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}
-    return _EinsumCall(parsed, data, result_dtype)
+    return _EinsumCall(text, parsed, data, result_dtype, any(sp.issparse(v) for v in values))
 
 
 def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Session:
@@ -108,6 +127,60 @@ def _squeeze(value: object, axes: tuple[int, ...]) -> object:
     if sp.issparse(value):
         return np.asarray(value.toarray()).squeeze(axis=axes)
     return np.asarray(value).squeeze(axis=axes)
+
+
+def prepare(*args, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
+            format: str | None = None, dtype: object = None, casting: str = "safe",
+            **backend_options) -> "Prepared | PreparedEinsum":
+    """Statistics, planning and SQL once, for a loop of calls on new data of the same
+    shapes and dtypes (in the spirit of opt_einsum's `contract_expression`):
+
+        step = se.prepare(program, example_data)    # then step(data) -> outputs
+        product = se.prepare("ij,jk->ik", A, B)     # then product(A2, B2) -> array
+
+    The example data's statistics choose the plan. A call does no statistics and no
+    planning; it checks each input's shape and dtype (see `prepared.Prepared`). `format`
+    as for `run` (default "dense") or `einsum`; `close()` the result (or use it in a
+    `with` block) when done."""
+    if args and not isinstance(args[0], np.ndarray) and (
+            len(args) == 1 or (len(args) == 2 and isinstance(args[1], dict))):
+        session = Session(args[0], args[1] if len(args) == 2 else None, backend=backend,
+                          **backend_options)
+        return _prepared(session, plan, format or "dense")
+    call = _parse_einsum(args, dtype, casting)
+    session = _einsum_session(call, backend, backend_options)
+    prepared = _prepared(session, plan, _einsum_format(format, call, None))
+    return PreparedEinsum(prepared, call.text, dtype, casting)
+
+
+def _prepared(session: Session, plan: str | Plan, format: str) -> Prepared:
+    try:
+        return session.prepare(plan, format)
+    except BaseException as exc:
+        session.close(exc)
+        raise
+
+
+class PreparedEinsum:
+    """An einsum planned and compiled once: ``product(*operands, out=None, order="K")``
+    computes it on new operands of the same shapes and dtypes."""
+
+    def __init__(self, prepared: Prepared, subscripts: str, dtype: object, casting: str):
+        self.prepared, self.subscripts = prepared, subscripts
+        self.dtype, self.casting = dtype, casting
+
+    def __call__(self, *operands, out: np.ndarray | None = None, order: str = "K"):
+        call = _parse_einsum((self.subscripts, *operands), self.dtype, self.casting)
+        return _einsum_result(self.prepared(call.data)["OUT"], out, self.casting, order)
+
+    def close(self) -> None:
+        self.prepared.close()
+
+    def __enter__(self) -> "PreparedEinsum":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        self.prepared.__exit__(kind, error, traceback)
 
 
 def explain(program: Program | str | Path, data: dict[str, object] | None = None, *,

@@ -150,8 +150,9 @@ class CostModel:
         self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
         # vertex() and _tilings(), computed once per vertex and choice
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
-        self._tiled_as: dict[tuple[str, Choice], list] = {}
+        self._tiled_as: dict[tuple[str, tuple], list] = {}     # per tile sizes
         self._fits: dict[tuple[str, Choice], bool] = {}
+        self._joins: dict[tuple, tuple[list[float], float]] = {}   # joined(), per tile sizes
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if pipelines
@@ -159,10 +160,10 @@ class CostModel:
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
-        found = self._tiled_as.get((v.name, choice))
+        found = self._tiled_as.get((v.name, choice.tiles))
         if found is None:
             shapes = self.dag.shapes
-            found = self._tiled_as[(v.name, choice)] = [
+            found = self._tiled_as[(v.name, choice.tiles)] = [
                 (choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
                 (choice.tiling(v.labels), shapes[v.name])]
         return found
@@ -209,12 +210,10 @@ class CostModel:
                       for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
             return False
-        sizes, tiles = self._sizes[v.name], dict(choice.tiles)
+        tiles = choice.sizes
         if all(b == 1 for b in tiles.values()):
             return True                       # no kernel: plain SQL on scalars
-        ops = self._ops[v.name]
-        rows = min(self._join_tuples(v, ops, [o.tuples(tiles) for o in ops], tiles, sizes),
-                   KERNEL_BATCH)
+        rows = min(self.joined(v, choice)[1], KERNEL_BATCH)
         keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
         per_row = sum(b for b, k in zip(payload_in, keyed) if k)
         if not self.kernel_summed(v, choice):     # the kernel's results, formed
@@ -238,7 +237,7 @@ class CostModel:
         engine's `kernel_sums`, as the compiler uses it): a product of two dense payloads
         over finite values, summed over a key."""
         tilings = self._tilings(v, choice)
-        tiles, sizes = dict(choice.tiles), self._sizes[v.name]
+        tiles, sizes = choice.sizes, self._sizes[v.name]
         return (self.kernel_sums and v.is_binary and v.op == "mul" and v.agg == "sum"
                 and not choice.sparse and all(payload_axes(t) for t, _ in tilings)
                 and any(tiles[l] < sizes[l] for l in v.agg_labels)
@@ -257,7 +256,7 @@ class CostModel:
         """Bytes of the array states of an element-wise aggregate: one output-sized array
         per group (0 when nothing is aggregated into arrays)."""
         out_tiling = self._tilings(v, choice)[-1][0]
-        tiles, sizes = dict(choice.tiles), self._sizes[v.name]
+        tiles, sizes = choice.sizes, self._sizes[v.name]
         if not payload_axes(out_tiling) or all(tiles[l] == sizes[l] for l in v.agg_labels):
             return 0.0
         return self.vertex(v, choice).out_tuples * 8.0 * payload_size(out_tiling)
@@ -288,13 +287,12 @@ class CostModel:
 
     def _vertex(self, v: Vertex, choice: Choice) -> VertexCost:
         p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
-        tiles = dict(choice.tiles)
+        tiles = choice.sizes
         tilings = self._tilings(v, choice)
         bytes_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
                     for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
         bytes_out = _payload_bytes(tilings[-1][0])
-        t_in = [o.tuples(tiles) for o in ops]
-        join = self._join_tuples(v, ops, t_in, tiles, sizes)
+        t_in, join = self.joined(v, choice)
         # a one-tuple operand joined to a keyed one is bound into the kernel once
         per_tuple = list(bytes_in)
         once = 0.0
@@ -360,7 +358,7 @@ class CostModel:
         for a product with one sparse operand, its non-zeros, each visited once and times
         the other operand's own payload (where the engine has such a kernel; else the
         sparse payload is densified)."""
-        tiles = dict(choice.tiles)
+        tiles = choice.sizes
         per_flop = self.p.c_kernel
         if self.p.c_gemm and stacked:
             per_flop = self.p.c_gemm
@@ -385,6 +383,18 @@ class CostModel:
         shared = set(v.operands[0].labels) & set(v.operands[1].labels) if v.is_binary else set()
         return (v.op == "mul" and v.agg == "sum"
                 and any(tiles[l] > 1 for l in shared if l in v.agg_labels))
+
+    def joined(self, v: Vertex, choice: Choice) -> tuple[list[float], float]:
+        """The operands' tuples and the joined tuples under the choice's tile sizes (the
+        same for each way of reading the operands; computed once)."""
+        key = (v.name, choice.tiles)
+        found = self._joins.get(key)
+        if found is None:
+            tiles, ops = choice.sizes, self._ops[v.name]
+            t_in = [o.tuples(tiles) for o in ops]
+            found = self._joins[key] = (t_in, self._join_tuples(v, ops, t_in, tiles,
+                                                                self._sizes[v.name]))
+        return found
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:

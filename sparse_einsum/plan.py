@@ -9,7 +9,6 @@ between them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
 from typing import Mapping
 
 from .program.dag import Dag, Operand, Vertex
@@ -33,13 +32,16 @@ class Choice:
         """Labels in `promoted` promoted, the others demoted (the paper's space)."""
         return cls.of({l: 1 if l in promoted else sizes[l] for l in v.all_labels})
 
-    @cached_property
-    def _sizes(self) -> dict[str, int]:
-        return dict(self.tiles)
+    def __post_init__(self) -> None:
+        # set here, not as cached properties, which take a lock on first use (the optimizer
+        # makes a thousand choices per program)
+        object.__setattr__(self, "_sizes", dict(self.tiles))
+        object.__setattr__(self, "_tilings", {})     # tiling(), per labels asked
 
-    @cached_property
-    def _tilings(self) -> dict[tuple[str, ...], Tiling]:
-        return {}        # tiling(), per labels asked (the optimizer asks a few many times)
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Label -> tile size (do not change it)."""
+        return self._sizes
 
     def tile(self, label: str) -> int:
         return self._sizes[label]

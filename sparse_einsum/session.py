@@ -8,7 +8,12 @@ backend and lowers the program to its DAG. Then:
 * `plans(strategy, top)`: costed plans from the strategy registry;
 * `compile(plan)`: the SQL steps of a plan in the session's dialect;
 * `run(plan)`: compile, execute, fetch the outputs;
-* `explain(top, analyze)`: ranked plans with schemas and costs (and measured runs).
+* `explain(top, analyze)`: ranked plans with schemas and costs (and measured runs);
+* `prepare(plan)`: a plan compiled once, to run on new data of the same shapes and dtypes.
+
+With `reuse`, a session whose inputs are all in memory takes the lowered program, cost
+model, plans and compiled SQL of an earlier session on the same program, shapes and
+dtypes whose inputs had close statistics (`reuse.PLANS`), and plans afresh otherwise.
 
 `einsum`, `run`, `explain`, `compile`, `calibrate` and the benchmarks are thin callers.
 A Session is a context manager: closing it drops what it imported and closes a backend
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import cached_property
 from math import prod
 from pathlib import Path
@@ -44,13 +49,14 @@ from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
+from .reuse import PLANS, STATS, Planned, summary
 from .sql.compiler import CompiledPlan, compile_plan
 from .sql.dialect import Dialect
 from .sql.pretty import pretty
 from .sql.steps import TableRelation
 from .stats.propagate import propagate
-from .stats.tensor_stats import TensorStats, exact_stats
-from .values import MAX_EXACT, plan_values
+from .stats.tensor_stats import TensorStats
+from .values import MAX_EXACT, input_dtype, plan_values
 
 PATHS = ("cost", "opt_einsum")           # contraction orders of n-ary products (see lower)
 FORMATS = ("dense", "sparse", "auto")     # how run() returns outputs
@@ -65,7 +71,8 @@ class Session:
     Products of three or more tensors are contracted along the path the cost model
     prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`; a
     product read once by another is fused into it first, `program.fuse`) or along
-    opt_einsum's dense path with every statement as written (`paths="opt_einsum"`)."""
+    opt_einsum's dense path with every statement as written (`paths="opt_einsum"`).
+    With `reuse`, plans come from earlier sessions where they fit (module docstring)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
@@ -75,13 +82,13 @@ class Session:
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
                  progress: Callable[[str], None] | None = None, paths: str = "cost",
                  in_place: frozenset[str] = frozenset(), scoped: bool = True,
-                 **backend_options):
+                 reuse: bool = False, **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
         self.program = load_program(program)
         base_dir = Path(self.program.source).parent if self.program.source else None
-        self.values = plan_values(self.program, bind_inputs(self.program, data, base_dir),
-                                  output_dtypes)
+        self.bound = bind_inputs(self.program, data, base_dir)     # as given (complex joined)
+        self.values = plan_values(self.program, self.bound, output_dtypes)
         self.inputs = self.values.inputs
         self.backend: Backend | None = None
         self._owns_backend = False
@@ -111,23 +118,48 @@ class Session:
         self.fused: list[tuple[str, str]] = []   # (statement, statement it was fused into)
         self.timings = {"statistics_seconds": 0.0, "optimize_seconds": 0.0,
                         "order_seconds": 0.0}
+        self._planned: Planned | None = None       # what is reused from earlier sessions
         try:
+            if paths not in PATHS:
+                raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
             shapes = self._import_inputs()
-            with self._stage(f"lowering {len(self.program.statements)} statements"):
-                if paths not in PATHS:
-                    raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
-                program = self.values.program
-                if paths == "cost":         # chains of products ordered as one
-                    program, self.fused = fuse_products(
-                        program, lambda name: self.stats()[name].finite)
-                self.dag = lower(program, infer_bounds(program, shapes),
-                                 self._choose_path if paths == "cost" else None)
+            reusable = reuse and self.backend is not None and all(
+                isinstance(inp, ArrayInput) for inp in self.inputs.values())
+            if reusable:
+                key = self._reuse_key(paths)
+                summaries = {name: summary(inp.value) for name, inp in self.inputs.items()}
+                self._planned = PLANS.find(key, summaries)
+            if self._planned is not None:
+                self.dag, self.fused = self._planned.dag, self._planned.fused
+            else:
+                self._lower(paths, shapes)
+                if reusable:
+                    self._planned = Planned(self.dag, self.fused, summaries,
+                                            self.values.integral)
+                    PLANS.put(key, self._planned)
         except BaseException as exc:
             self.close(exc)
             raise
         # everything so far but ordering (the statistics read while fusing products included)
         self.timings["statistics_seconds"] = (time.perf_counter() - start
                                               - self.timings["order_seconds"])
+
+    def _lower(self, paths: str, shapes: dict[str, tuple[int, ...]]) -> None:
+        with self._stage(f"lowering {len(self.program.statements)} statements"):
+            program = self.values.program
+            if paths == "cost":         # chains of products ordered as one
+                program, self.fused = fuse_products(
+                    program, lambda name: self.stats()[name].finite)
+            self.dag = lower(program, infer_bounds(program, shapes),
+                             self._choose_path if paths == "cost" else None)
+
+    def _reuse_key(self, paths: str) -> tuple:
+        """Everything the plans depend on but the inputs' values."""
+        return (repr(self.program), paths, type(self.dialect).__qualname__, self.dialect.name,
+                tuple((name, inp.shape, input_dtype(inp)) for name, inp in self.inputs.items()),
+                tuple(self.values.dtypes.items()), self._params(),
+                tuple(sorted(self._model_options().items())),
+                tuple(sorted(self.label_names.items())), self.in_place, self.scoped)
 
     def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
                      const: float) -> ContractionPath:
@@ -168,15 +200,16 @@ class Session:
         return shapes
 
     def stats(self) -> dict[str, TensorStats]:
-        """Statistics of every input: exact for arrays, by SQL for imported data, assumed
-        (uniform, ASSUMED_PER_INDEX per index) for tables when there is no database."""
+        """Statistics of every input: exact for arrays (kept per array object while its
+        summary is unchanged, `reuse.STATS`), by SQL for imported data, assumed (uniform,
+        ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
         counted = {id(inp.value): self._input_stats[name] for name, inp in self.inputs.items()
                    if name in self._input_stats and isinstance(inp, ArrayInput)}
         for name, inp in self.inputs.items():
             if name not in self._input_stats:       # one data object given twice: counted once
                 if id(inp.value) not in counted:
-                    counted[id(inp.value)] = exact_stats(inp.value)
+                    counted[id(inp.value)] = STATS.get(inp.value)
                 self._input_stats[name] = counted[id(inp.value)]
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}
@@ -186,13 +219,21 @@ class Session:
         """Whether integers must be computed as BIGINT: the inputs and outputs are integers
         and some value may exceed 2**53 (where doubles lose integers). BIGINT arithmetic in
         the engines fails where a value overflows int64 (NumPy's wraps around)."""
-        return self.values.integral and max(
+        planned = self._planned
+        if planned is not None and planned.exact_integers is not None:
+            return planned.exact_integers
+        exact = self.values.integral and max(
             s.max_abs for s in propagate(self.dag, self.stats()).values()) >= MAX_EXACT
+        if planned is not None:
+            planned.exact_integers = exact
+        return exact
 
     # -- plans -------------------------------------------------------------------
     @gc_paused()
     def optimizer(self) -> OptimizerContext:
-        """Propagated statistics and the cost model (built once)."""
+        """Propagated statistics and the cost model (built once, or reused)."""
+        if self._context is None and self._planned is not None:
+            self._context = self._planned.context
         if self._context is None:
             with self._stage(f"statistics and costs of {len(self.dag.vertices)} vertices"):
                 self._context = OptimizerContext.build(
@@ -200,6 +241,8 @@ class Session:
                     scalars_only=self.exact_integers,
                     stored={name: rel.tiling for name, rel in self.table_inputs().items()},
                     label_names=self.label_names)
+            if self._planned is not None:
+                self._planned.context = self._context
         return self._context
 
     def _params(self) -> CostParams:
@@ -254,12 +297,20 @@ class Session:
     @gc_paused()
     def plans(self, strategy: str | PlanSpec = "optimal", top: int = 1) -> list[Plan]:
         """Up to `top` costed plans of a registered strategy, best first (the time it took,
-        with building the cost model the first time, is `timings["optimize_seconds"]`)."""
-        self.stats()              # first, so that its time counts as statistics
+        with building the cost model the first time, is `timings["optimize_seconds"]`). A
+        plan reused from an earlier session takes no time."""
+        planned = self._planned
+        name = str(strategy) if top == 1 else None
+        if planned is not None and name in planned.plans:
+            return [planned.plans[name]]
+        if planned is None or planned.context is None:
+            self.stats()          # first, so that its time counts as statistics
         start = time.perf_counter()
         context = self.optimizer()
-        with self._stage(f"planning ({strategy})"):
+        with self._stage(f"planning ({strategy})"), planned.lock if planned else nullcontext():
             found = plans(context, strategy, top)
+        if planned is not None and name is not None:
+            planned.plans[name] = found[0]
         self.timings["optimize_seconds"] = time.perf_counter() - start
         return found
 
@@ -317,16 +368,46 @@ class Session:
         progress = progress or self.progress
         if self.backend is None:
             raise PlanError("this session has no backend to run on")
-        sparse = frozenset(part for name in self.sparse_outputs(format)
-                           for part in self.values.parts[name] if part)
+        sparse = self.sparse_parts(format)
         self.check_output_memory(sparse)
         chosen = self.plan(plan)
-        result = execute(self.compile(chosen), self.values.arrays(self.exact_integers),
-                         self.backend, count_tuples=count_tuples, progress=progress,
-                         sparse=sparse)
+        with self._compiled_once(chosen) as compiled:
+            result = execute(compiled, self.values.arrays(self.exact_integers),
+                             self.backend, count_tuples=count_tuples, progress=progress,
+                             sparse=sparse)
         result.outputs = self.values.finish(result.outputs)
         result.plan = chosen
         return result
+
+    @contextmanager
+    def _compiled_once(self, plan: Plan) -> Iterator[CompiledPlan]:
+        """The compiled plan: for a plan reused from earlier sessions, their compiled SQL
+        while no other run holds it (its table names are the same), else compiled anew."""
+        planned = self._planned
+        if (planned is None or not any(p is plan for p in planned.plans.values())
+                or not planned.running.acquire(blocking=False)):
+            yield self.compile(plan)
+            return
+        try:
+            if id(plan) not in planned.compiled:
+                planned.compiled[id(plan)] = self.compile(plan)
+            yield planned.compiled[id(plan)]
+        finally:
+            planned.running.release()
+
+    def prepare(self, plan: str | PlanSpec | Plan = "optimal", format: str = "dense"
+                ) -> "Prepared":
+        """`plan` compiled once for this session's inputs; calling the result with new data
+        (name -> array, the same shapes and dtypes) runs it without statistics, planning or
+        compiling (see `prepared.Prepared`)."""
+        from .prepared import Prepared
+        return Prepared(self, plan, format)
+
+    def sparse_parts(self, format: str = "dense") -> frozenset[str]:
+        """The tensors the engines compute (complex parts apart) that come back as
+        scipy.sparse arrays under `format`."""
+        return frozenset(part for name in self.sparse_outputs(format)
+                         for part in self.values.parts[name] if part)
 
     def sparse_outputs(self, format: str = "dense") -> frozenset[str]:
         """The outputs that come back as scipy.sparse arrays under `format`."""

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from sparse_einsum import Session
 from sparse_einsum.cost import CostModel, CostParams, DEFAULT_PARAMS
+from sparse_einsum.optimizer import search
 from sparse_einsum.optimizer.search import (
     LoadItem, SearchSpace, brute_force, dynamic_programming, greedy,
 )
@@ -396,3 +397,45 @@ def test_a_sparse_kernel_pays_per_non_zero_it_visits():
         assert ctx.model.sparse_driven(v, choice)
         cost = ctx.model.vertex(v, choice)
         assert cost.kernel == pytest.approx(a.nnz * (2 * 64 * 1e-9 + 64 // tile * 3e-8))
+
+
+def _workload_cases():
+    from experiments.workloads import workload
+    rng = np.random.default_rng(0)
+    mask = sp.random(2000, 2000, density=0.001, format="csr", random_state=0)
+    cases = [("input X[i,k]\ninput M[i,j]\ninput Y[j,k]\nO[i,j] = X[i,k] * M[i,j] * Y[j,k]",
+              {"X": rng.normal(size=(2000, 64)), "M": mask, "Y": rng.normal(size=(2000, 64))})]
+    for name, dataset in (("gcn2", "cora"), ("gcn2", "karate"), ("sparse_attention", "karate")):
+        path, data = workload(name, dataset, d_k=64)
+        cases.append((path.read_text(), data))
+    return cases
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=["calibrated", "tuple-heavy", "flop-heavy"])
+@pytest.mark.parametrize("name", sorted(DAGS))
+def test_best_plan_over_the_options_that_can_beat_greedy_is_the_full_dps(name, params,
+                                                                          monkeypatch):
+    """The best plan (one per list) tries only the options that can be part of a plan no
+    dearer than greedy's: the same plan and cost as over every option."""
+    text, shapes = DAGS[name]
+    for seed in range(2):
+        space = _space(text, _data(shapes, seed), params)
+        found = dynamic_programming(space, 1)[0]
+        with monkeypatch.context() as m:
+            m.setattr(search, "_within", lambda space, total: None)
+            full = dynamic_programming(space, 1)[0]
+        assert (found.choices, found.total) == (full.choices, full.total)
+
+
+def test_pruned_search_keeps_the_order_and_plan_of_programs(monkeypatch):
+    """Contraction orders (priced by the DP) and best plans of the benchmark programs are
+    those of the DP over every option, costs equal to the last bit."""
+    for text, data in _workload_cases():
+        with Session(text, data) as pruned:
+            plan = pruned.plan("optimal")
+        with monkeypatch.context() as m:
+            m.setattr(search, "_within", lambda space, total: None)
+            with Session(text, data) as full:
+                want = full.plan("optimal")
+        assert [repr(v) for v in pruned.dag.vertices] == [repr(v) for v in full.dag.vertices]
+        assert (plan.choices, plan.cost) == (want.choices, want.cost)

@@ -92,10 +92,11 @@ def test_sddmm_streams_its_product_with_the_mask(backend):
     m = sp.random(n, n, density=0.08, random_state=2, format="csr")
     x, y = rng.normal(size=(n, k)), rng.normal(size=(n, k))
     expected = m.toarray() * (x @ y.T)
-    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend)
+    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend, format="dense")
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
-    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend, format="sparse")
+    got = se.einsum("ik,ij,jk->ij", x, m, y, backend=backend)     # sparse in, sparse out
+    assert sp.issparse(got)
     np.testing.assert_allclose(got.toarray(), expected, rtol=1e-9, atol=1e-12)
     with einsum_session("ik,ij,jk->ij", x, m, y, backend=backend) as session:
         pipelined, stored = _streamed(session, "optimal")

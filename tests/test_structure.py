@@ -31,8 +31,8 @@ STAGES = [
     ["kernels"],
     ["sql"],
     ["backends"],
-    ["executor", "explanation"],
-    ["session"],
+    ["executor", "explanation", "reuse"],
+    ["session", "prepared"],
     ["api", "training", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
 ]
 

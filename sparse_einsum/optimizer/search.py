@@ -226,6 +226,7 @@ class SearchSpace:
         self._moves: dict[tuple[str, Tiling | None, Tiling, bool], float] = {}
         self._items: dict[tuple, dict[CostItem, float]] = {}     # move_items, cached
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
+        self.pruned: dict[str, list[Choice]] | None = None   # the options run_dp tries
 
     @cached_property
     def options(self) -> dict[str, list[Choice]]:
@@ -341,7 +342,7 @@ class SearchSpace:
         for v in self.dag.vertices:
             entries: dict[Tiling, list[Partial]] = {}
             reads: dict[tuple, list[Partial]] = {}    # an operand's best plans per way of reading it
-            for choice in self.options[v.name]:
+            for choice in (self.pruned or self.options)[v.name]:
                 out = choice.tiling(v.labels)
                 if v.name in fixed and fixed[v.name] != out:
                     continue
@@ -376,10 +377,32 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     plan, found in linear time, is returned."""
     if len(space.shared) > SHARED_LIMIT:
         return [greedy(space)]
+    consistent = greedy(space)
+    try:
+        if k == 1:
+            space.pruned = _within(space, consistent.total)
+        return _search(space, k, consistent)
+    finally:
+        space.pruned = None
+
+
+def _within(space: SearchSpace, total: float) -> dict[str, list[Choice]]:
+    """Per vertex, the options that can be part of a plan costing at most `total`: its
+    own cost plus every other vertex's cheapest is not above it. With one plan per list
+    the DP finds the same best plan without the others (a list whose best plan has one
+    of them only leads to plans above `total`, and greedy's plan costs `total`)."""
+    least = {v: min((space.local[(v, c)] for c in options), default=0.0)
+             for v, options in space.options.items()}
+    everything = sum(least.values())
+    return {v: [c for c in options
+                if space.local[(v, c)] + (everything - least[v]) <= total * (1.0 + 1e-9)]
+            for v, options in space.options.items()}
+
+
+def _search(space: SearchSpace, k: int, consistent: Partial) -> list[Partial]:
     dag = space.dag
     shared = [v for v in dag.vertices if len(dag.consumers(v.name)) > 1]
     outs = [sorted({c.tiling(v.labels) for c in space.options[v.name]}) for v in shared]
-    consistent = greedy(space)
     loads = []
     for t in dag.inputs:
         if t in space.stored or len(dag.consumers(t)) < 2:
@@ -395,6 +418,7 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
         return _best(space.run_dp(k, {}) + [consistent], k)
     runs = _joint_runs(space, shared, outs, loads) if combinations <= JOINT_CAP else None
     if runs is None or sum(bound <= consistent.total for bound, *_ in runs) > JOINT_LIMIT:
+        space.pruned = None         # wide lists: their merges may need any option
         return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
     # the runs with every combination fixed cover every plan the free DP finds; a run
     # whose bound exceeds the k-th plan found so far cannot add to the top k

@@ -172,12 +172,7 @@ def _coarsen(grid: np.ndarray, axis: int, b: int, f: int, n: int) -> np.ndarray:
     step = b // f if b < n else grid.shape[axis]
     if step == 1:
         return grid
-    padding = [(0, 0), (0, 0)]
-    padding[axis] = (0, -grid.shape[axis] % step)
-    padded = np.pad(grid, padding)
-    shape = list(padded.shape)
-    shape[axis:axis + 1] = [shape[axis] // step, step]
-    return padded.reshape(shape).any(axis=axis + 1)
+    return np.logical_or.reduceat(grid, np.arange(0, grid.shape[axis], step), axis=axis)
 
 
 def occupied(nnz: float, promoted: list[float], every: list[float]) -> float:
