@@ -1,7 +1,8 @@
 """The Spark backend against NumPy: a differential subset of the einsum corpus (every kind
 of plan the strategy registry names, tiles included), every operation of the language,
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
-graph, and what explain says about shuffles. The tests run on local[2] and on
+graph, what explain says about shuffles, and how the backend starts (the driver's
+Python in the workers) and loads inputs (Parquet files). The tests run on local[2] and on
 local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
 them only, to keep the module within a few minutes."""
 from __future__ import annotations
@@ -188,8 +189,8 @@ def test_large_inputs_come_from_parquet_files(spark, monkeypatch):
     """With every input over the inline size, the inputs are read from Parquet files, which
     are gone once loaded (and their directory on close); a Python worker's exception is
     one line."""
-    from sparse_einsum.backends import spark as backend_module
-    monkeypatch.setattr(backend_module, "INLINE_BYTES", 0)
+    from sparse_einsum.backends import spark_inputs
+    monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
     files = spark._files
     made = files._made
     rng = np.random.default_rng(2)
@@ -204,3 +205,14 @@ def test_large_inputs_come_from_parquet_files(spark, monkeypatch):
     with pytest.raises(BackendError) as failed:
         spark.query("SELECT se_test_fails(1)")
     assert str(failed.value) == "a Spark Python worker failed: ZeroDivisionError: division by zero"
+
+
+def test_a_worker_traceback_reads_as_its_exception_line():
+    """The line naming the exception a Python worker raised last (no Spark needed)."""
+    from sparse_einsum.backends.spark_session import _raised_line
+    text = ("An exception was thrown from the Python worker:\nTraceback (most recent call "
+            "last):\n  File \"k.py\", line 1, in f\n    g()\nKeyError: 'x'\n\nDuring handling "
+            "of the above exception, another exception occurred:\n\nTraceback (most recent "
+            "call last):\n  File \"k.py\", line 3, in f\n    raise ValueError('a\\nb')\n"
+            "ValueError: a\nb\n")
+    assert _raised_line(text) == "ValueError: a"

@@ -35,7 +35,7 @@ from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
-from .spark_inputs import INLINE_BYTES, InputFiles
+from .spark_inputs import InputFiles
 from .spark_session import (failure, first_line, forget_dead_jvm, is_local, jvm_ended,
                             start_session)
 
@@ -55,8 +55,7 @@ def _reported(method: Callable) -> Callable:
         except SparseEinsumError:
             raise
         except Exception as exc:
-            key, value = self._memory[1:] if self._memory else ("spark.executor.memory", "")
-            error = failure(exc, f"{key} (now {value})" if value else key)
+            error = failure(exc, self._memory, self._task_memory)
             if error is None:
                 raise
             raise error from None
@@ -82,7 +81,7 @@ class SparkBackend(Backend):
         self.parallelism = parallelism or self._cluster_parallelism()
         self.dialect = SparkDialect()
         self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
-        self._memory = self._task_memory()
+        self._memory, self._task_memory = self._memory_settings()
         self._files = InputFiles(self.parallelism) if is_local(self._master()) else None
         self._register_scalar_udfs()
 
@@ -112,21 +111,21 @@ class SparkBackend(Backend):
             else params
 
     def memory_limit(self) -> tuple[int, str] | None:
-        size, key, value = self._memory or (None, "", "")
-        return (size, f"{key} {value}") if size else None
+        """The memory of the JVM the tasks run in, and its setting (`_memory_settings`)."""
+        value = self._memory.get(self._task_memory)
+        size = value and parse_size(value.lower().rstrip("b") + "ib")   # 2g, 512m: binary
+        return (size, f"{self._task_memory} {value}") if size else None
 
-    def _task_memory(self) -> tuple[int | None, str, str] | None:
-        """The memory of the JVM the tasks run in, and the setting and value it comes from:
-        the driver's on local[N] (the tasks run inside it), else an executor's (Spark's
-        default 1g where the session does not set it); None for a Spark Connect client,
-        which cannot ask."""
+    def _memory_settings(self) -> tuple[dict[str, str], str]:
+        """spark.driver.memory and spark.executor.memory with their values (Spark's default
+        1g where the session does not set them; none for a Spark Connect client, which
+        cannot ask), and the one that sizes the JVM the tasks run in: the driver's on
+        local[N] (the tasks run inside it), else an executor's."""
         master = self._master()
-        if not master:
-            return None
-        key = "spark.driver.memory" if re.fullmatch(r"local(\[.*\])?", master) else \
-            "spark.executor.memory"
-        value = self.spark.sparkContext.getConf().get(key, "1g")
-        return parse_size(value.lower().rstrip("b") + "ib"), key, value  # 2g, 512m: binary
+        keys = ("spark.driver.memory", "spark.executor.memory")
+        memory = {key: self.spark.sparkContext.getConf().get(key, "1g")
+                  for key in keys} if master else {}
+        return memory, keys[0 if re.fullmatch(r"local(\[.*\])?", master) else 1]
 
     def close(self) -> None:
         """Remove the input files; stop the session if this backend started it (after its
@@ -148,12 +147,11 @@ class SparkBackend(Backend):
             self._forget_file(rel.table)
 
     def _frame(self, table, name: str):
-        """A DataFrame of an Arrow table: inside the tasks when small (or when the executors
-        cannot read this machine's files), else read from a Parquet file (`spark_inputs`)
-        kept under `name` until `_forget_file`."""
-        if self._files is None or table.nbytes <= INLINE_BYTES:
+        """A DataFrame of an Arrow table: inside the tasks when the executors cannot read
+        this machine's files, else as `InputFiles.frame` chooses (until `_forget_file`)."""
+        if self._files is None:
             return self.spark.createDataFrame(table)
-        return self.spark.read.parquet(self._files.write(name, table))
+        return self._files.frame(self.spark, name, table)
 
     def _forget_file(self, name: str) -> None:
         if self._files is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-INLINE_BYTES = 4 << 20     # inputs up to this size travel inside the tasks
+INLINE_BYTES = 8 << 20     # inputs up to this size travel inside the tasks
 _ROW_GROUP_BYTES = 64 << 20
 
 
@@ -33,9 +33,14 @@ class InputFiles:
         self._made = 0
         self._finalizer: weakref.finalize | None = None
 
-    def write(self, name: str, table: pa.Table) -> str:
-        """Write `table` as the file of `name`; its path. Row groups are small enough for
-        Spark to split the file across the task slots (it splits at row groups)."""
+    def frame(self, spark, name: str, table: pa.Table):
+        """A DataFrame of `table`: inside the tasks when small, else read from a Parquet file
+        kept under `name` until `remove`. Row groups are small enough for Spark to split
+        the file across the task slots (it splits at row groups); the schema is given, so
+        Spark reads no footer to infer it."""
+        if table.nbytes <= INLINE_BYTES:
+            return spark.createDataFrame(table)
+        from pyspark.sql.pandas.types import from_arrow_schema
         if self.directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="sparse-einsum-spark-"))
             self._finalizer = weakref.finalize(self, shutil.rmtree, self.directory, True)
@@ -45,7 +50,7 @@ class InputFiles:
         pq.write_table(table, path, row_group_size=max(1, math.ceil(table.num_rows / groups)),
                        compression="none", use_dictionary=False)
         self._paths[name] = path
-        return str(path)
+        return spark.read.schema(from_arrow_schema(table.schema)).parquet(str(path))
 
     def remove(self, name: str) -> None:
         path = self._paths.pop(name, None)

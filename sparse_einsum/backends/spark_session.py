@@ -99,7 +99,7 @@ def start_session(master: str, config: dict[str, str] | None = None):
     else:
         builder = SparkSession.builder.master(master).appName("sparse-einsum")
         if is_local(master):
-            config = {**local_config(master, config), **config}
+            config |= local_config(master, config)
     for key, value in config.items():
         builder = builder.config(key, value)
     try:
@@ -119,23 +119,28 @@ def first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def failure(exc: BaseException, memory: str) -> BackendError | None:
+def failure(exc: BaseException, memory: dict[str, str], tasks: str) -> BackendError | None:
     """The one-line BackendError for a failure of Spark itself, or None for other errors:
-    the driver JVM gone (an OutOfMemoryError ends it), out of memory in a task (`memory`:
-    the setting that sizes the tasks' JVM, with its value), an exception in a Python
-    worker (its own line, not the worker's traceback)."""
+    the driver JVM gone (an OutOfMemoryError ends it), out of memory in a task, an
+    exception in a Python worker (its own line, not the worker's traceback). `memory`:
+    the session's memory settings (spark.driver.memory, spark.executor.memory) and their
+    values; `tasks`: the one that sizes the JVM the tasks run in."""
     from py4j.protocol import Py4JNetworkError
+
+    def raise_(key: str) -> str:
+        return f"raise {key}" + (f" (now {memory[key]})" if key in memory else "")
+
     status = _jvm_exit_status(wait=isinstance(exc, (ConnectionError, Py4JNetworkError)))
     if status == _OOM_EXIT_CODE:
         return BackendError("Spark's driver ran out of memory (java.lang.OutOfMemoryError) "
-                            "and its JVM ended: raise spark.driver.memory")
+                            f"and its JVM ended: {raise_('spark.driver.memory')}")
     if status is not None:
         return BackendError(f"Spark's driver JVM ended (exit status {status}): "
                             f"{first_line(exc)}")
     text = str(exc)
     oom = re.search(r"java\.lang\.OutOfMemoryError[^\n]*|exited with code 52", text)
     if oom:
-        return BackendError(f"Spark ran out of memory ({oom.group(0).strip()}): raise {memory}")
+        return BackendError(f"Spark ran out of memory ({oom.group(0).strip()}): {raise_(tasks)}")
     from pyspark.errors import PythonException
     if isinstance(exc, PythonException):
         return BackendError(f"a Spark Python worker failed: {_raised_line(text)}")
