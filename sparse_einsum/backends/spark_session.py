@@ -109,14 +109,17 @@ def start_session(master: str, config: dict[str, str] | None = None):
             session.sparkContext.setLogLevel("FATAL")  # failures reach the user as exceptions
         return session
     except Exception as exc:  # noqa: BLE001 - pyspark raises many kinds; one line for the user
-        raise BackendError(f"cannot start Spark on {master}: {first_line(exc)} (the spark "
-                           "backend needs Java 17: apt-get install openjdk-17-jre-headless)"
-                           ) from None
+        hint = " (the spark backend needs Java 17: apt-get install openjdk-17-jre-headless)" \
+            if "JAVA_GATEWAY_EXITED" in str(exc) else ""
+        raise BackendError(f"cannot start Spark on {master}: {first_line(exc)}{hint}") from None
 
 
 def first_line(exc: BaseException) -> str:
+    """The line of an error that says what happened: its first, or for a failed Java call
+    the Java exception's (the line after "An error occurred while calling ...")."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    java = [line[1:].strip() for line in lines if line.startswith(": ")]
+    return (java or lines or [type(exc).__name__])[0]
 
 
 def failure(exc: BaseException, memory: dict[str, str], tasks: str) -> BackendError | None:
