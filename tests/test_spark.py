@@ -191,7 +191,7 @@ def test_large_inputs_come_from_parquet_files(spark, monkeypatch):
     one line."""
     from sparse_einsum.backends import spark_inputs
     monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
-    files = spark._files
+    files = spark._inputs
     made = files._made
     rng = np.random.default_rng(2)
     a, h = sp.random(40, 30, density=0.2, format="csr", random_state=2), rng.normal(size=(30, 3))

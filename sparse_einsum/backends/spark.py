@@ -2,9 +2,9 @@
 
 Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the executors
 run on this machine and the input is large, through a temporary Parquet file
-(`spark_inputs`); Parquet files the user names are read in place; every statement is a temporary view, computed when it is issued and held
-in the executors' memory as a local checkpoint (`SparkBackend.materialize`); results come
-back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
+(`spark_inputs`); Parquet files the user names are read in place. Every statement is a
+temporary view, computed when it is issued and held in the executors' memory as a local
+checkpoint (`SparkBackend.materialize`); results come back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
 that calls them. Their code is pickled by value, so the executors need the Python
 packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
 path), not sparse-einsum itself. How a session is started, and how Spark's failures
@@ -82,7 +82,7 @@ class SparkBackend(Backend):
         self.dialect = SparkDialect()
         self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
         self._memory, self._task_memory = self._memory_settings()
-        self._files = InputFiles(self.parallelism) if is_local(self._master()) else None
+        self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()))
         self._register_scalar_udfs()
 
     def _master(self) -> str:
@@ -130,8 +130,7 @@ class SparkBackend(Backend):
     def close(self) -> None:
         """Remove the input files; stop the session if this backend started it (after its
         JVM ended, only let the next session start a new one)."""
-        if self._files is not None:
-            self._files.close()
+        self._inputs.close()
         if self._owns:
             self._owns = False
             if not jvm_ended():
@@ -142,20 +141,10 @@ class SparkBackend(Backend):
     @_reported
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
         try:
-            self.materialize(rel.table, self._frame(arrow_relation(rel, blocks), rel.table))
+            self.materialize(rel.table, self._inputs.frame(self.spark, rel.table,
+                                                           arrow_relation(rel, blocks)))
         finally:
-            self._forget_file(rel.table)
-
-    def _frame(self, table, name: str):
-        """A DataFrame of an Arrow table: inside the tasks when the executors cannot read
-        this machine's files, else as `InputFiles.frame` chooses (until `_forget_file`)."""
-        if self._files is None:
-            return self.spark.createDataFrame(table)
-        return self._files.frame(self.spark, name, table)
-
-    def _forget_file(self, name: str) -> None:
-        if self._files is not None:
-            self._files.remove(name)
+            self._inputs.remove(rel.table)
 
     @_reported
     def materialize(self, view: str, frame) -> None:
@@ -213,12 +202,12 @@ class SparkBackend(Backend):
                 raise DataError(f"input {source.name}: cannot read {source.location}: "
                                 f"{first_line(exc)}") from None
         else:
-            frame = self._frame(arrow_columns(source, source.arrow), scratch)
+            frame = self._inputs.frame(self.spark, scratch, arrow_columns(source, source.arrow))
         frame.createOrReplaceTempView(scratch)
         return self.dialect.q(scratch)
 
     def release_source(self, scratch: str) -> None:
-        self._forget_file(scratch)
+        self._inputs.remove(scratch)
         if not jvm_ended():
             self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(scratch)}")
 

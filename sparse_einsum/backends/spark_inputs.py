@@ -24,21 +24,23 @@ _ROW_GROUP_BYTES = 64 << 20
 
 
 class InputFiles:
-    """Parquet files of Arrow tables in a temporary directory made on first use."""
+    """Arrow tables as DataFrames; the Parquet files among them in a temporary directory
+    made on first use. `readable`: whether the executors read this machine's files."""
 
-    def __init__(self, parallelism: int | None):
+    def __init__(self, parallelism: int | None, readable: bool):
         self.parallelism = parallelism or 1
+        self.readable = readable
         self.directory: Path | None = None
         self._paths: dict[str, Path] = {}
         self._made = 0
         self._finalizer: weakref.finalize | None = None
 
     def frame(self, spark, name: str, table: pa.Table):
-        """A DataFrame of `table`: inside the tasks when small, else read from a Parquet file
-        kept under `name` until `remove`. Row groups are small enough for Spark to split
+        """A DataFrame of `table`: inside the tasks when small (or not `readable`), else
+        read from a Parquet file kept under `name` until `remove`. Row groups are small enough for Spark to split
         the file across the task slots (it splits at row groups); the schema is given, so
         Spark reads no footer to infer it."""
-        if table.nbytes <= INLINE_BYTES:
+        if not self.readable or table.nbytes <= INLINE_BYTES:
             return spark.createDataFrame(table)
         from pyspark.sql.pandas.types import from_arrow_schema
         if self.directory is None:

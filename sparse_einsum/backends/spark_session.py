@@ -141,9 +141,10 @@ def failure(exc: BaseException, memory: dict[str, str], tasks: str) -> BackendEr
         return BackendError(f"Spark's driver JVM ended (exit status {status}): "
                             f"{first_line(exc)}")
     text = str(exc)
-    oom = re.search(r"java\.lang\.OutOfMemoryError[^\n]*|exited with code 52", text)
-    if oom:
-        return BackendError(f"Spark ran out of memory ({oom.group(0).strip()}): {raise_(tasks)}")
+    oom = re.search(r"java\.lang\.OutOfMemoryError[^\n]*", text)
+    if oom or "exited with code 52" in text:         # Spark's exit code for it
+        what = oom.group(0).strip() if oom else "an executor exited with code 52"
+        return BackendError(f"Spark ran out of memory ({what}): {raise_(tasks)}")
     from pyspark.errors import PythonException
     if isinstance(exc, PythonException):
         return BackendError(f"a Spark Python worker failed: {_raised_line(text)}")
