@@ -178,7 +178,6 @@ def test_workers_run_the_driver_python(spark):
 
     @udf("string")
     def interpreter(_):
-        import sys
         return sys.executable
 
     got, = spark.spark.range(1).select(interpreter("id")).first()

@@ -2,8 +2,7 @@
 
 ``createDataFrame`` of an Arrow table keeps the rows in the driver and ships them inside
 the tasks (a local relation, or a parallelized collection): cheap for small inputs, but
-every copy is held in the driver's heap, which a graph of a few hundred thousand edges
-exhausts at Spark's default 1g. When the executors run on this machine, a larger input is
+every copy is held in the driver's heap, which large inputs exhaust. When the executors run on this machine, a larger input is
 written instead as a Parquet file in a temporary directory of the backend and read by the
 executors themselves (``spark.read.parquet``); the file is removed once the input has been
 materialized, and the directory when the backend closes (or its process exits).
