@@ -1,11 +1,14 @@
 """The Spark backend against NumPy: a differential subset of the einsum corpus (every kind
 of plan the strategy registry names, tiles included), every operation of the language,
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
-graph, and what explain says about shuffles. The tests run on local[2] and on
+graph, what explain says about shuffles, and how the backend starts (the driver's
+Python in the workers) and loads inputs (Parquet files). The tests run on local[2] and on
 local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
 them only, to keep the module within a few minutes."""
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 
 import numpy as np
@@ -15,6 +18,7 @@ import scipy.sparse as sp
 from einsum_cases import operands, reference
 from sparse_einsum import Session, einsum
 from sparse_einsum.api import einsum_session
+from sparse_einsum.errors import BackendError
 from sparse_einsum.explanation import format_explanation
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.reference import evaluate
@@ -165,3 +169,49 @@ def test_explain_says_where_shuffles_happen(spark):
     assert result["backend"] == "spark" and result["cost_constants"]["c_shuffle"] > 0
     assert "shuffles (the key a statement joins on partitions it):" in \
         format_explanation(result)
+
+
+def test_workers_run_the_driver_python(spark):
+    """Python workers (threads of local[2]'s JVM, or other processes on the cluster) run
+    the interpreter of the driver, not `python3` from PATH."""
+    from pyspark.sql.functions import udf
+
+    @udf("string")
+    def interpreter(_):
+        return sys.executable
+
+    got, = spark.spark.range(1).select(interpreter("id")).first()
+    assert got == os.environ.get("PYSPARK_PYTHON", sys.executable)
+
+
+def test_large_inputs_come_from_parquet_files(spark, monkeypatch):
+    """With every input over the inline size, the inputs are read from Parquet files, which
+    are gone once loaded (and their directory on close); a Python worker's exception is
+    one line."""
+    from sparse_einsum.backends import spark_inputs
+    monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
+    files = spark._inputs
+    made = files._made
+    rng = np.random.default_rng(2)
+    a, h = sp.random(40, 30, density=0.2, format="csr", random_state=2), rng.normal(size=(30, 3))
+    check(einsum("ij,jf->if", a, h, plan="optimal", backend=spark), a @ h, "parquet inputs")
+    assert files._made > made and not list(files.directory.iterdir())
+    directory = files.directory
+    files.close()
+    assert not directory.exists()
+
+    spark.spark.udf.register("se_test_fails", lambda x: 1 / 0)
+    with pytest.raises(BackendError) as failed:
+        spark.query("SELECT se_test_fails(1)")
+    assert str(failed.value) == "a Spark Python worker failed: ZeroDivisionError: division by zero"
+
+
+def test_a_worker_traceback_reads_as_its_exception_line():
+    """The line naming the exception a Python worker raised last (no Spark needed)."""
+    from sparse_einsum.backends.spark_session import _raised_line
+    text = ("An exception was thrown from the Python worker:\nTraceback (most recent call "
+            "last):\n  File \"k.py\", line 1, in f\n    g()\nKeyError: 'x'\n\nDuring handling "
+            "of the above exception, another exception occurred:\n\nTraceback (most recent "
+            "call last):\n  File \"k.py\", line 3, in f\n    raise ValueError('a\\nb')\n"
+            "ValueError: a\nb\n")
+    assert _raised_line(text) == "ValueError: a"

@@ -1,17 +1,19 @@
 """The Spark backend: Spark SQL on a local master, a cluster, or a Spark Connect server.
 
-Inputs go in through Arrow (``createDataFrame`` of an Arrow table) and Parquet files are
-read in place; every statement is a temporary view, computed when it is issued and held
-in the executors' memory as a local checkpoint (`SparkBackend.materialize`); results come
-back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
+Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the executors
+run on this machine and the input is large, through a temporary Parquet file
+(`spark_inputs`); Parquet files the user names are read in place. Every statement is a
+temporary view, computed when it is issued and held in the executors' memory as a local
+checkpoint (`SparkBackend.materialize`); results come back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
 that calls them. Their code is pickled by value, so the executors need the Python
 packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
-path), not sparse-einsum itself.
+path), not sparse-einsum itself. How a session is started, and how Spark's failures
+become one-line errors: `spark_session`.
 """
 from __future__ import annotations
 
+import functools
 import re
-import sys
 import warnings
 from dataclasses import replace
 from importlib import import_module
@@ -21,7 +23,7 @@ import numpy as np
 
 from ..blocks import Blocks
 from ..cost import CostParams
-from ..errors import BackendError, DataError
+from ..errors import DataError, SparseEinsumError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
@@ -33,53 +35,31 @@ from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
+from .spark_inputs import InputFiles
+from .spark_session import (failure, first_line, forget_dead_jvm, is_local, jvm_ended,
+                            start_session)
 
 DEFAULT_MASTER = "local[*]"
-# settings of a session this backend starts (a session given to it is left as it is)
-SESSION_CONFIG = {
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    # a task carries its slice of a loaded input: a relation of a few large array tuples
-    # is over the default 128 MB
-    "spark.rpc.message.maxSize": "1024",
-}
 _ARRAY, _DOUBLE = "array<double>", "double"
 # the modules the kernels run, shipped with them: executors need no sparse-einsum
 _PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table,
                      import_module("..blocks", __package__), import_module("..tiling", __package__))
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def start_session(master: str, config: dict[str, str] | None = None):
-    """A SparkSession on `master`: ``local[N]``, ``local-cluster[W,C,MB]``, a cluster's
-    master URL (``spark://``, ``yarn``, ``k8s://``) or a Spark Connect URL (``sc://``)."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise BackendError("the spark backend needs pyspark: pip install "
-                           "'sparse-einsum[spark]' (and Java 17)") from None
-    if master.startswith("sc://"):
-        builder = SparkSession.builder.remote(master)
-    else:
-        builder = SparkSession.builder.master(master).appName("sparse-einsum")
-        if master.startswith("local"):   # executors are this machine: use this Python
-            builder = builder.config("spark.pyspark.python", sys.executable)
-    for key, value in {**SESSION_CONFIG, **(config or {})}.items():
-        builder = builder.config(key, value)
-    try:
-        session = builder.getOrCreate()
-        if not master.startswith("sc://"):
-            session.sparkContext.setLogLevel("ERROR")
-        return session
-    except Exception as exc:  # noqa: BLE001 - pyspark raises many kinds; one line for the user
-        raise BackendError(f"cannot start Spark on {master}: {_first_line(exc)} (the spark "
-                           "backend needs Java 17: apt-get install openjdk-17-jre-headless)"
-                           ) from None
+def _reported(method: Callable) -> Callable:
+    """`method` with Spark's own failures raised as one-line BackendErrors (`failure`)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except SparseEinsumError:
+            raise
+        except Exception as exc:
+            error = failure(exc, self._memory, self._task_memory)
+            if error is None:
+                raise
+            raise error from None
+    return call
 
 
 class SparkBackend(Backend):
@@ -101,7 +81,15 @@ class SparkBackend(Backend):
         self.parallelism = parallelism or self._cluster_parallelism()
         self.dialect = SparkDialect()
         self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
+        self._memory, self._task_memory = self._memory_settings()
+        self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()))
         self._register_scalar_udfs()
+
+    def _master(self) -> str:
+        try:
+            return self.spark.sparkContext.master
+        except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+            return ""
 
     def _cluster_parallelism(self) -> int | None:
         """Task slots of the cluster: a local master's threads, a local-cluster's workers
@@ -123,24 +111,42 @@ class SparkBackend(Backend):
             else params
 
     def memory_limit(self) -> tuple[int, str] | None:
-        """An executor's memory (Spark's default 1g where the session does not set it;
-        None for a Spark Connect client, which cannot ask)."""
-        try:
-            text = self.spark.sparkContext.getConf().get("spark.executor.memory", "1g")
-        except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
-            return None
-        size = parse_size(text.lower().rstrip("b") + "ib")       # Spark's 2g, 512m: binary
-        return (size, f"spark.executor.memory {text}") if size else None
+        """The memory of the JVM the tasks run in, and its setting (`_memory_settings`)."""
+        value = self._memory.get(self._task_memory)
+        size = value and parse_size(value.lower().rstrip("b") + "ib")   # 2g, 512m: binary
+        return (size, f"{self._task_memory} {value}") if size else None
+
+    def _memory_settings(self) -> tuple[dict[str, str], str]:
+        """spark.driver.memory and spark.executor.memory with their values (Spark's default
+        1g where the session does not set them; none for a Spark Connect client, which
+        cannot ask), and the one that sizes the JVM the tasks run in: the driver's on
+        local[N] (the tasks run inside it), else an executor's."""
+        master = self._master()
+        keys = ("spark.driver.memory", "spark.executor.memory")
+        memory = {key: self.spark.sparkContext.getConf().get(key, "1g")
+                  for key in keys} if master else {}
+        return memory, keys[0 if re.fullmatch(r"local(\[.*\])?", master) else 1]
 
     def close(self) -> None:
+        """Remove the input files; stop the session if this backend started it (after its
+        JVM ended, only let the next session start a new one)."""
+        self._inputs.close()
         if self._owns:
-            self.spark.stop()
             self._owns = False
+            if not jvm_ended():
+                self.spark.stop()
+            forget_dead_jvm()
 
     # -- data in and out ----------------------------------------------------
+    @_reported
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
-        self.materialize(rel.table, self.spark.createDataFrame(arrow_relation(rel, blocks)))
+        try:
+            self.materialize(rel.table, self._inputs.frame(self.spark, rel.table,
+                                                           arrow_relation(rel, blocks)))
+        finally:
+            self._inputs.remove(rel.table)
 
+    @_reported
     def materialize(self, view: str, frame) -> None:
         """Compute `frame` now, keep it in the executors (memory, then disk) and make it
         the view `view`. The local checkpoint cuts its lineage: later statements read it
@@ -153,12 +159,15 @@ class SparkBackend(Backend):
     def create(self, table: str, select: str, temporary: bool = False) -> None:
         self.materialize(table, self.spark.sql(select))
 
+    @_reported
     def fetch(self, rel: TableRelation) -> Blocks:
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
         return relation_blocks(rel, self.spark.sql(
             f"SELECT {cols} FROM {self.dialect.q(rel.table)}").toArrow())
 
     def drop(self, rel: TableRelation) -> None:
+        if jvm_ended():       # a failed run cleans up after Spark ended: nothing to drop
+            return
         self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(rel.table)}")
         frame = self._frames.pop(rel.table, None)
         try:      # free the checkpoint now (Spark Connect frees it with the DataFrame)
@@ -166,9 +175,11 @@ class SparkBackend(Backend):
         except Exception:  # noqa: BLE001 - no frame, or a Spark Connect DataFrame
             pass
 
+    @_reported
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql, args=list(params) or None).collect()]
 
+    @_reported
     def execute(self, sql: str) -> None:
         self.spark.sql(sql)
 
@@ -189,16 +200,19 @@ class SparkBackend(Backend):
                 frame = self.spark.read.csv(source.location, header=True, inferSchema=True)
             except Exception as exc:  # noqa: BLE001
                 raise DataError(f"input {source.name}: cannot read {source.location}: "
-                                f"{_first_line(exc)}") from None
+                                f"{first_line(exc)}") from None
         else:
-            frame = self.spark.createDataFrame(arrow_columns(source, source.arrow))
+            frame = self._inputs.frame(self.spark, scratch, arrow_columns(source, source.arrow))
         frame.createOrReplaceTempView(scratch)
         return self.dialect.q(scratch)
 
     def release_source(self, scratch: str) -> None:
-        self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(scratch)}")
+        self._inputs.remove(scratch)
+        if not jvm_ended():
+            self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(scratch)}")
 
     # -- statements ---------------------------------------------------------
+    @_reported
     def run(self, step: Step) -> None:
         """Register the step's kernels, create its view (the statement) and materialize it;
         then the kernels are no longer needed."""
@@ -209,7 +223,7 @@ class SparkBackend(Backend):
             self.materialize(step.target.table, self.spark.table(
                 self.dialect.q(step.target.table)))
         finally:
-            for use in step.kernels:
+            for use in step.kernels if not jvm_ended() else ():
                 self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {use.name}")
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
