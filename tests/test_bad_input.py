@@ -118,6 +118,12 @@ def test_calibrate_scale_must_be_finite_and_positive(capsys, scale):
         calibrate(scale=float(scale))
 
 
+def test_a_missing_data_file(gcn, capsys):
+    (gcn[1] / "W2.npy").unlink()
+    assert main(["run", str(gcn[0]), "--data", str(gcn[1])]) == 2
+    assert "no data for input tensor W2: expected W2.npy" in one_error_line(capsys)
+
+
 def test_example_into_a_file(tmp_path, capsys):
     target = tmp_path / "afile"
     target.write_text("x")
@@ -195,6 +201,10 @@ def test_scalar_tuples_fit_any_memory_cap():
     (lambda: se.einsum("i->i", ["a", "b"]), DataError,
      "einsum 'i->i': operand 0: expected numbers but the data has dtype <U1"),
     (lambda: se.einsum("i->i", "ab"), DataError, "operand 0: data must be an array, not a str"),
+    (lambda: se.run("input A[i]\ninput B[i]\nY[i] = A[i] * B[i]", {"A": A}), DataError,
+     "^no data for input 'B' (data was given for 'A')$"),
+    (lambda: se.run("input B[i]\nY[i] = B[i]", {}), DataError,
+     "^no data for input 'B' (data was given for no input)$"),
 ])
 def test_api_arguments(call, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
