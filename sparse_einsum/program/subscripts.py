@@ -157,24 +157,28 @@ def parse_subscripts(subscripts: str, shapes: list[tuple[int, ...] | None]) -> S
 
 def _broadcast(subscripts: str, terms: list[str], output: str,
                shapes: list[tuple[int, ...]]) -> Subscripts:
-    """Label sizes; size-1 axes against a larger size broadcast (are squeezed out)."""
-    known = [(t, s) for t, s in zip(terms, shapes) if s is not None]
+    """Label sizes, NumPy's rule: the axes of a label within one operand have one size;
+    across operands, size-1 axes against a larger size broadcast (are squeezed out, a
+    repeated label's all together: the diagonal of size-1 axes is their element 0)."""
+    known = [(k, t, s) for k, (t, s) in enumerate(zip(terms, shapes)) if s is not None]
     sizes: dict[str, int] = {}
-    for term, shape in known:
+    for k, term, shape in known:
+        within: dict[str, int] = {}
         for label, n in zip(term, shape):
+            if within.setdefault(label, n) != n:
+                raise DataError(f"einsum {subscripts!r}: label {label!r} repeats in operand {k} "
+                                f"with sizes {within[label]} and {n} (a label's axes in one "
+                                "operand must have one size)")
+        for label, n in within.items():
             if sizes.get(label, 1) == 1:
                 sizes[label] = n          # 0 is a size like any other: 1 broadcasts to it
             elif n not in (1, sizes[label]):
                 raise DataError(f"einsum {subscripts!r}: label {label!r} has size {sizes[label]} "
                                 f"in one operand and {n} in another (sizes must match or be 1)")
     squeeze, kept = [], []
-    for k, (term, shape) in enumerate(zip(terms, shapes)):
+    for term, shape in zip(terms, shapes):
         axes = tuple(a for a, (label, n) in enumerate(zip(term, shape or ()))
                      if n == 1 and sizes[label] != 1)
-        for a in axes:
-            if term.count(term[a]) > 1:
-                raise DataError(f"einsum {subscripts!r}: label {term[a]!r} repeats in operand "
-                                f"{k} with sizes that differ")
         squeeze.append(axes)
         kept.append("".join(c for a, c in enumerate(term) if a not in axes))
     return Subscripts(kept, output, squeeze, sizes)
