@@ -241,6 +241,36 @@ def test_labels_that_differ_only_in_case(backend):
                np.einsum("aAb,bBc,cCd,dDe->ABCD", *ops), plan)
 
 
+UNICODE = [("αβ,βγ->αγ", "ab,bc->ac", [(2, 3), (3, 4)]), ("γβ,βα", "cb,ba", [(2, 3), (3, 4)]),
+           ("zж,жa", "yz,za", [(2, 3), (3, 4)]), ("Ωω,ωΩ->", "Aa,aA->", [(2, 3), (3, 2)]),
+           ("京i,i", "ji,i", [(2, 3), (3,)]), ("...αβ,βγ->...αγ", "...ab,bc->...ac",
+                                               [(2, 2, 3), (3, 4)]),
+           ("αα->α", "aa->a", [(3, 3)]), ("αβ,β->αβ", "ab,b->ab", [(2, 1), (3,)])]
+
+
+@pytest.mark.parametrize("subscripts,ascii,shapes", UNICODE, ids=[s for s, _, _ in UNICODE])
+def test_unicode_labels_as_opt_einsum(subscripts, ascii, shapes, backend):
+    """Any Unicode letter is a label, as in opt_einsum's contract (the implicit output in
+    code point order): the same values and dtype as NumPy with ASCII labels in that order."""
+    rng = np.random.default_rng(13)
+    for dtype in ("float64", "int64"):
+        ops = [_values(shape, dtype, rng) for shape in shapes]
+        want = np.einsum(ascii, *ops)
+        for plan in ("optimal", "relational", "dense"):
+            _check(einsum(subscripts, *ops, plan=plan, backend=backend), want,
+                   (subscripts, dtype, plan))
+
+
+def test_pinned_plans_of_unicode_labels(duck):
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    with einsum_session("αβ,βγ->αγ", a, b, backend=duck) as session:
+        plan = session.plan("Αβ,βΓ->ΑΓ")
+        assert plan.choices["OUT"].tiles == (("u3b1", 1), ("u3b2", 3), ("u3b3", 1))
+        _check(session.run(plan).outputs["OUT"], a @ b, "pinned")
+    with pytest.raises(DataError, match="'1' is not a label letter"):
+        einsum("α1", np.ones((2, 2)), backend=duck)
+
+
 def test_many_labels_keep_the_search_bounded():
     """26 labels on one operand: the decompositions tried stay few (not 2**26)."""
     x = np.ones((2,) * 10 + (1,) * 16)
