@@ -104,10 +104,11 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
     values = [x if is_frame(x) else numeric_array(f"einsum {text!r}: operand {k}", x)
               for k, x in enumerate(operands)]
     parsed = parse_subscripts(text, [None if is_frame(v) else v.shape for v in values])
-    probes = [np.zeros((1,) * len(term), np.float64) if is_frame(v) else np.zeros((1,) * v.ndim, v.dtype)
-              for term, v in zip(parsed.terms, values)]
+    # NumPy's result dtype depends on the operands' dtypes only: probe with scalars
+    probes = [np.zeros((), np.float64 if is_frame(v) else v.dtype) for v in values]
     try:
-        result_dtype = np.einsum(text, *probes, dtype=dtype, casting=casting).dtype
+        result_dtype = np.einsum("," * (len(probes) - 1) + "->", *probes, dtype=dtype,
+                                 casting=casting).dtype
     except (TypeError, ValueError) as exc:
         raise DataError(f"einsum {text!r}: {exc}") from None
     data = {f"T{k}": _squeeze(v, axes) for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}

@@ -63,9 +63,9 @@ def bind_inputs(program: Program, data: dict[str, object] | None,
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise DataError(f"data must be a dict of input name -> array, not {type(data).__name__}")
+    where = f"{program.source}: " if program.source else ""
     for name in data:
         if name not in program.inputs:
-            where = f"{program.source}: " if program.source else ""
             raise DataError(f"{where}data given for '{name}', which is not an input of the program")
     bound: dict[str, Input] = {}
     for name, decl in program.inputs.items():
@@ -76,6 +76,9 @@ def bind_inputs(program: Program, data: dict[str, object] | None,
         elif decl.source is not None:
             src = decl.source
             bound[name] = SourceInput(name, decl, "table", src.table, src.keys, src.value)
+        else:
+            given = ", ".join(f"'{n}'" for n in data) or "no input"
+            raise DataError(f"{where}no data for input '{name}' (data was given for {given})")
     return bound
 
 

@@ -424,21 +424,29 @@ class Session:
         return frozenset(outputs if format == "sparse" else ())
 
     def check_output_memory(self, sparse: frozenset[str] = frozenset()) -> None:
-        """Dense outputs come back as NumPy arrays: refuse, before any work, when they
-        would not fit in the memory available now (the tensors in `sparse`, coming back
-        sparse, are not checked: their size is an estimate)."""
-        need = {name: 8 * prod(self.dag.shapes[name]) for name in self.dag.outputs
-                if name not in sparse}
+        """Outputs come back as NumPy arrays or scipy.sparse arrays: refuse, before any
+        work, when the dense ones, or the row pointers of the sparse matrices (CSR: one
+        int64 per row), would not fit in the memory available now (the non-zeros of the
+        sparse ones are not counted: their number is an estimate)."""
+        need = {}
+        for name in self.dag.outputs:
+            shape = self.dag.shapes[name]
+            if name not in sparse:
+                need[name] = 8 * prod(shape)
+            elif len(shape) == 2:
+                need[name] = 8 * (shape[0] + 1)
         available = available_memory()
         if sum(need.values()) > available:
             name = max(need, key=need.get)
+            what = ("as a dense float64 array" if name not in sparse
+                    else "for the row pointer of a CSR matrix")
             raise DataError(f"output {name} has shape {self.dag.shapes[name]}: "
-                            f"{format_size(need[name])} as a dense float64 array"
+                            f"{format_size(need[name])} {what}"
                             + (f" ({format_size(sum(need.values()))} for all outputs)"
                                if len(need) > 1 else "")
                             + f", more than the {format_size(available)} of memory available; "
-                            "check the declared bounds and the keys of the inputs, or ask "
-                            "for format='sparse'")
+                            "check the declared bounds and the keys of the inputs"
+                            + (", or ask for format='sparse'" if name not in sparse else ""))
 
     def explain(self, top: int = 3, analyze: bool = False, sql: bool = False) -> dict:
         """The `top` best plans with UCLC, schemas and estimated costs; with `analyze`, each

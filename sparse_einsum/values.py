@@ -47,7 +47,8 @@ class Values:
             value = outputs[re] if im is None else outputs[re] + 1j * outputs[im]
             dtype = self.dtypes[name]
             if sp.issparse(value):
-                value = value.copy()
+                # composed for this call: cast in place (a copy would double the row
+                # pointer of a CSR matrix, one int64 per row)
                 value.data = _finish(value.data, dtype)
                 value.eliminate_zeros()
             else:

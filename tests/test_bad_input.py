@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -118,6 +119,12 @@ def test_calibrate_scale_must_be_finite_and_positive(capsys, scale):
         calibrate(scale=float(scale))
 
 
+def test_a_missing_data_file(gcn, capsys):
+    (gcn[1] / "W2.npy").unlink()
+    assert main(["run", str(gcn[0]), "--data", str(gcn[1])]) == 2
+    assert "no data for input tensor W2: expected W2.npy" in one_error_line(capsys)
+
+
 def test_example_into_a_file(tmp_path, capsys):
     target = tmp_path / "afile"
     target.write_text("x")
@@ -146,6 +153,22 @@ def test_outputs_that_cannot_fit_are_refused_before_any_work(duck):
             session.run(progress=steps.append)
     assert steps == []
     duck.execute("DROP TABLE big_bound")
+
+
+def test_sparse_outputs_whose_row_pointer_cannot_fit_are_refused(duck):
+    """A sparse matrix output comes back as CSR, which holds one int64 per row; a sparse
+    vector (COO) holds its non-zeros only, whatever its declared bound."""
+    edges = pd.DataFrame({"src": [0, 5, 9_999_999_999], "dst": [1, 0, 1], "w": [1.0, 2.0, 4.0]})
+    program = "input E[i:10000000000,j:2]\nY[i,j] = E[i,j] * 2\nR[i] = E[i,j]\noutput {}"
+    with pytest.raises(DataError, match=r"^output Y has shape \(10000000000, 2\): 74.5 GiB for "
+                                        r"the row pointer of a CSR matrix, more than the .* "
+                                        r"available; check the declared bounds and the keys of "
+                                        r"the inputs$"):
+        se.run(program.format("Y"), {"E": edges}, format="sparse", backend=duck)
+    row_sums = se.run(program.format("R"), {"E": edges}, format="sparse", backend=duck)["R"]
+    assert row_sums.shape == (10_000_000_000,)
+    assert dict(zip(row_sums.coords[0].tolist(), row_sums.data.tolist())) == {
+        0: 1.0, 5: 2.0, 9_999_999_999: 4.0}
 
 
 def test_memory_cap_follows_the_engine_memory_limit(tmp_path):
@@ -195,6 +218,10 @@ def test_scalar_tuples_fit_any_memory_cap():
     (lambda: se.einsum("i->i", ["a", "b"]), DataError,
      "einsum 'i->i': operand 0: expected numbers but the data has dtype <U1"),
     (lambda: se.einsum("i->i", "ab"), DataError, "operand 0: data must be an array, not a str"),
+    (lambda: se.run("input A[i]\ninput B[i]\nY[i] = A[i] * B[i]", {"A": A}), DataError,
+     "^no data for input 'B' (data was given for 'A')$"),
+    (lambda: se.run("input B[i]\nY[i] = B[i]", {}), DataError,
+     "^no data for input 'B' (data was given for no input)$"),
 ])
 def test_api_arguments(call, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):

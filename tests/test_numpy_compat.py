@@ -103,12 +103,35 @@ def test_numpy_errors_are_one_line(duck):
              ("ij->", [np.ones((2, 3, 4))], "3 dimensions but its term 'ij' has 2 labels"),
              ("i,j", [np.ones(3)], "2 operand terms but 1 operands"),
              ("i1", [np.ones((2, 2))], "'1' is not a label letter"),
-             ("ii->i", [np.ones((1, 3))], "label 'i'")]
+             ("ii->i", [np.ones((1, 3))], "label 'i' repeats in operand 0 with sizes 1 and 3"),
+             ("iij,j", [np.ones((2, 3, 1)), np.ones(3)], "label 'i' repeats in operand 0 with "
+                                                          "sizes 2 and 3")]
     for subscripts, ops, message in cases:
         with pytest.raises(DataError, match=message):
             einsum(subscripts, *ops, backend=duck)
     with pytest.raises(DataError, match="subscripts must be a string"):
         einsum(None, np.ones(2), backend=duck)
+
+
+REPEATED_BROADCAST = [("cacc,bcb->", [(1, 1, 1, 1), (1, 4, 1)]), ("ii,i->i", [(1, 1), (3,)]),
+                      ("i,ii->", [(3,), (1, 1)]), ("ii,i", [(1, 1), (3,)]),
+                      ("iij,j->ij", [(1, 1, 3), (1,)]), ("ii,ij->ij", [(1, 1), (3, 2)]),
+                      ("...ii,i->...i", [(2, 1, 1), (3,)]), ("abab,ab->ab", [(1, 3, 1, 3), (2, 3)]),
+                      ("ii,i->i", [(1, 1), (0,)])]
+
+
+@pytest.mark.parametrize("subscripts,shapes", REPEATED_BROADCAST,
+                         ids=[f"{s}{p}" for s, p in REPEATED_BROADCAST])
+def test_size_1_broadcasting_of_repeated_labels(subscripts, shapes, backend):
+    """A label repeated in an operand whose axes there all have size 1 broadcasts against
+    its size in other operands (its diagonal is element 0), as in NumPy."""
+    rng = np.random.default_rng(11)
+    for dtype in ("float64", "int32", "bool"):
+        ops = [_values(shape, dtype, rng) for shape in shapes]
+        want = np.einsum(subscripts, *ops)
+        for plan in ("optimal", "relational", "dense"):
+            _check(einsum(subscripts, *ops, plan=plan, backend=backend), want,
+                   (subscripts, dtype, plan))
 
 
 ZERO_SIZE = [("ij->ij", [(0, 5)]), ("ij->j", [(0, 5)]), ("ij->", [(0, 5)]), ("ii->i", [(0, 0)]),
@@ -216,6 +239,36 @@ def test_labels_that_differ_only_in_case(backend):
         _check(einsum("aA->Aa", a, plan=plan, backend=backend), a.T, plan)
         _check(einsum("aAb,bBc,cCd,dDe->ABCD", *ops, plan=plan, backend=backend),
                np.einsum("aAb,bBc,cCd,dDe->ABCD", *ops), plan)
+
+
+UNICODE = [("αβ,βγ->αγ", "ab,bc->ac", [(2, 3), (3, 4)]), ("γβ,βα", "cb,ba", [(2, 3), (3, 4)]),
+           ("zж,жa", "yz,za", [(2, 3), (3, 4)]), ("Ωω,ωΩ->", "Aa,aA->", [(2, 3), (3, 2)]),
+           ("京i,i", "ji,i", [(2, 3), (3,)]), ("...αβ,βγ->...αγ", "...ab,bc->...ac",
+                                               [(2, 2, 3), (3, 4)]),
+           ("αα->α", "aa->a", [(3, 3)]), ("αβ,β->αβ", "ab,b->ab", [(2, 1), (3,)])]
+
+
+@pytest.mark.parametrize("subscripts,ascii,shapes", UNICODE, ids=[s for s, _, _ in UNICODE])
+def test_unicode_labels_as_opt_einsum(subscripts, ascii, shapes, backend):
+    """Any Unicode letter is a label, as in opt_einsum's contract (the implicit output in
+    code point order): the same values and dtype as NumPy with ASCII labels in that order."""
+    rng = np.random.default_rng(13)
+    for dtype in ("float64", "int64"):
+        ops = [_values(shape, dtype, rng) for shape in shapes]
+        want = np.einsum(ascii, *ops)
+        for plan in ("optimal", "relational", "dense"):
+            _check(einsum(subscripts, *ops, plan=plan, backend=backend), want,
+                   (subscripts, dtype, plan))
+
+
+def test_pinned_plans_of_unicode_labels(duck):
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    with einsum_session("αβ,βγ->αγ", a, b, backend=duck) as session:
+        plan = session.plan("Αβ,βΓ->ΑΓ")
+        assert plan.choices["OUT"].tiles == (("u3b1", 1), ("u3b2", 3), ("u3b3", 1))
+        _check(session.run(plan).outputs["OUT"], a @ b, "pinned")
+    with pytest.raises(DataError, match="'1' is not a label letter"):
+        einsum("α1", np.ones((2, 2)), backend=duck)
 
 
 def test_many_labels_keep_the_search_bounded():

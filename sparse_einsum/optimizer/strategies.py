@@ -22,6 +22,7 @@ from .search import brute_force, dynamic_programming, greedy
 StrategyFn = Callable[[OptimizerContext, "str | None", int], list[Plan]]
 BRUTE_LIMIT = 5_000        # combinations the brute-force strategy enumerates at most
 MAX_TOP = 100              # most plans one call ranks (the DP's work grows with its square)
+LETTER = r"[^\W\d_]"       # a label letter of a pinned plan: any Unicode letter
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class PlanSpec:
     strategy: str
     argument: str | None = None
 
-    _PINNED = re.compile(r"^([A-Za-z](/[0-9]+)?)*(,([A-Za-z](/[0-9]+)?)*)*(->([A-Za-z](/[0-9]+)?)*)?$")
+    _PINNED = re.compile(rf"^({LETTER}(/[0-9]+)?)*(,({LETTER}(/[0-9]+)?)*)*"
+                         rf"(->({LETTER}(/[0-9]+)?)*)?$")
 
     @classmethod
     def parse(cls, text: str) -> "PlanSpec":
@@ -213,7 +215,7 @@ def pinned_choice(dag: Dag, subscripts: str, label_names: dict[str, str]) -> dic
     vertex promotes the labels written upper-case, tiles those written ``X/b`` and
     demotes the others; `label_names` maps a lower-case letter to its label."""
     status: dict[str, int | None] = {}          # letter -> tile size (None: demoted)
-    for ch, tile in re.findall(r"([A-Za-z])(?:/(\d+))?", subscripts):
+    for ch, tile in re.findall(rf"({LETTER})(?:/(\d+))?", subscripts):
         pinned = None if ch.islower() else (int(tile) if tile else 1)
         if status.setdefault(ch.lower(), pinned) != pinned:
             raise PlanError(f"pinned plan {subscripts!r}: label {ch.lower()} has two "

@@ -1,6 +1,7 @@
 """NumPy einsum subscripts (``"ij,jk->ik"``, ``"...ij,...jk"``, or the sublist form) as a
 Program of one statement, with NumPy's rules: implicit output, ellipsis broadcasting
-(right-aligned) and size-1 broadcasting of labels.
+(right-aligned) and size-1 broadcasting of labels. Labels are any Unicode letter, as in
+opt_einsum (NumPy takes a-z and A-Z); the program names the others in ASCII.
 """
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from ..errors import DataError
 from .model import Binary, InputDecl, Program, Ref, Statement
 
 LETTERS = string.ascii_letters            # NumPy's labels; sublist integers 0-51 map onto them
+
+
+def program_label(letter: str) -> str:
+    """The program's name of a label letter: itself in ASCII, else ``u`` and its code
+    point in hex (``α`` -> ``u3b1``), never a single letter."""
+    return letter if letter in LETTERS else f"u{ord(letter):x}"
 
 
 @dataclass(frozen=True)
@@ -31,20 +38,21 @@ class Subscripts:
             name = f"T{k}"
             axes = tuple(f"{name}_{n}" for n in range(len(term)))   # distinct declared labels
             program.inputs[name] = InputDecl(name, axes, (None,) * len(term))
-            refs.append(Ref(name, tuple(term)))
+            refs.append(Ref(name, tuple(map(program_label, term))))
         expr = refs[0]
         for ref in refs[1:]:
             expr = Binary("*", expr, ref)
-        program.statements.append(Statement("OUT", tuple(self.output), expr))
+        program.statements.append(Statement("OUT", tuple(map(program_label, self.output)), expr))
         program.outputs.append("OUT")
         return program
 
     def label_names(self) -> dict[str, str]:
-        """Lower-case letter -> the label it stands for, for pinned UCLC plans ("" when the
-        expression uses the letter in both cases, which makes a pinned plan ambiguous)."""
+        """Lower-case letter -> the program label it stands for, for pinned UCLC plans (""
+        when the expression uses the letter in both cases, which makes a pinned plan
+        ambiguous)."""
         mapping: dict[str, str] = {}
         for c in "".join(self.terms):
-            if mapping.setdefault(c.lower(), c) != c:
+            if mapping.setdefault(c.lower(), program_label(c)) != program_label(c):
                 mapping[c.lower()] = ""
         return mapping
 
@@ -83,6 +91,12 @@ def sublist_subscripts(args: tuple) -> tuple[str, list]:
     return text, operands
 
 
+def _check_letters(labels: str, subscripts: str) -> None:
+    for c in labels:
+        if not c.isalpha():
+            raise DataError(f"einsum {subscripts!r}: {c!r} is not a label letter")
+
+
 def _split_term(term: str, ndim: int | None, subscripts: str, k: int) -> tuple[str, int]:
     """A term's explicit labels and how many dimensions its ellipsis covers (`ndim` None:
     an operand of unknown shape, such as a data frame in COO form)."""
@@ -90,9 +104,7 @@ def _split_term(term: str, ndim: int | None, subscripts: str, k: int) -> tuple[s
         raise DataError(f"einsum {subscripts!r}: operand {k} has an invalid ellipsis "
                         "(one '...' per term)")
     letters = term.replace("...", "")
-    for c in letters:
-        if c not in LETTERS:
-            raise DataError(f"einsum {subscripts!r}: {c!r} is not a label letter (a-z, A-Z)")
+    _check_letters(letters, subscripts)
     if ndim is None:
         if "..." in term:
             raise DataError(f"einsum {subscripts!r}: operand {k} (a data frame) cannot use '...'")
@@ -138,9 +150,7 @@ def parse_subscripts(subscripts: str, shapes: list[tuple[int, ...] | None]) -> S
             raise DataError(f"einsum {subscripts!r}: the operands' '...' covers {broadcast} "
                             "dimensions but the output has no '...' to put them")
         output = out.replace("...", ellipsis)
-        for c in out.replace("...", ""):
-            if c not in LETTERS:
-                raise DataError(f"einsum {subscripts!r}: {c!r} is not a label letter (a-z, A-Z)")
+        _check_letters(out.replace("...", ""), subscripts)
     else:
         counts: dict[str, int] = {}
         for c in "".join(p for p, _ in parts):
@@ -157,24 +167,28 @@ def parse_subscripts(subscripts: str, shapes: list[tuple[int, ...] | None]) -> S
 
 def _broadcast(subscripts: str, terms: list[str], output: str,
                shapes: list[tuple[int, ...]]) -> Subscripts:
-    """Label sizes; size-1 axes against a larger size broadcast (are squeezed out)."""
-    known = [(t, s) for t, s in zip(terms, shapes) if s is not None]
+    """Label sizes, NumPy's rule: the axes of a label within one operand have one size;
+    across operands, size-1 axes against a larger size broadcast (are squeezed out, a
+    repeated label's all together: the diagonal of size-1 axes is their element 0)."""
+    known = [(k, t, s) for k, (t, s) in enumerate(zip(terms, shapes)) if s is not None]
     sizes: dict[str, int] = {}
-    for term, shape in known:
+    for k, term, shape in known:
+        within: dict[str, int] = {}
         for label, n in zip(term, shape):
+            if within.setdefault(label, n) != n:
+                raise DataError(f"einsum {subscripts!r}: label {label!r} repeats in operand {k} "
+                                f"with sizes {within[label]} and {n} (a label's axes in one "
+                                "operand must have one size)")
+        for label, n in within.items():
             if sizes.get(label, 1) == 1:
                 sizes[label] = n          # 0 is a size like any other: 1 broadcasts to it
             elif n not in (1, sizes[label]):
                 raise DataError(f"einsum {subscripts!r}: label {label!r} has size {sizes[label]} "
                                 f"in one operand and {n} in another (sizes must match or be 1)")
     squeeze, kept = [], []
-    for k, (term, shape) in enumerate(zip(terms, shapes)):
+    for term, shape in zip(terms, shapes):
         axes = tuple(a for a, (label, n) in enumerate(zip(term, shape or ()))
                      if n == 1 and sizes[label] != 1)
-        for a in axes:
-            if term.count(term[a]) > 1:
-                raise DataError(f"einsum {subscripts!r}: label {term[a]!r} repeats in operand "
-                                f"{k} with sizes that differ")
         squeeze.append(axes)
         kept.append("".join(c for a, c in enumerate(term) if a not in axes))
     return Subscripts(kept, output, squeeze, sizes)
