@@ -142,6 +142,30 @@ def test_a_killed_postgres_client_stops_its_statement(pg, pg_dsn, tmp_path):
     np.testing.assert_allclose(got, a @ a.T, rtol=1e-12)
 
 
+def test_the_client_check_on_a_callers_connection_lasts_the_backends_work(pg, pg_kernels):
+    """The backend's own session checks for its client throughout; on a caller's connection
+    only its transactions do, and the caller's setting is back after (also after a failure)."""
+    import psycopg
+
+    from sparse_einsum.backends.postgres import PostgresBackend
+
+    show = "SHOW client_connection_check_interval"
+    assert pg.query(show) == [("1s",)]
+    with psycopg.connect(pg_kernels, autocommit=True) as conn:
+        conn.execute("SET client_connection_check_interval = '5s'")
+        backend = PostgresBackend(connection=conn)
+        with backend.scope():
+            assert backend.query(show) == [("1s",)]
+        assert backend.query(show) == [("5s",)]
+        with pytest.raises(psycopg.errors.DivisionByZero), backend.transaction():
+            backend.execute("SELECT 1 / 0")
+        assert backend.query(show) == [("5s",)]
+        a = np.random.default_rng(2).random((4, 3))
+        np.testing.assert_allclose(se.run(GRAM, {"A": a}, backend=conn)["Y"], a @ a.T,
+                                   rtol=1e-12)
+        assert backend.query(show) == [("5s",)]
+
+
 def test_cleanup_removes_only_what_old_versions_left(tmp_path, capsys):
     path = tmp_path / "old.duckdb"
     old = ["se_0123456789_t1", "se_abcdef0123_in0", "se_abcdef0123_in0_src"]
