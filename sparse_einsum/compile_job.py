@@ -211,7 +211,7 @@ def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[s
 def _client_check() -> str:
     """For psql's session: the server ends the job's statements within CLIENT_CHECK of psql
     vanishing (PostgreSQL 14 or later where it can check; nothing elsewhere)."""
-    return ("-- the server stops this job within " + CLIENT_CHECK + " of psql vanishing\n"
+    return (f"-- the server stops this job within {CLIENT_CHECK} of psql vanishing\n"
             "DO $se_client$\nBEGIN\n"
             f"  SET client_connection_check_interval = '{CLIENT_CHECK}';\n"
             "EXCEPTION WHEN undefined_object OR invalid_parameter_value THEN\n"

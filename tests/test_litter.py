@@ -89,7 +89,7 @@ def test_interrupted_postgres_run_leaves_nothing(pg, pg_dsn, sig):
 
 
 # A A^T of a dense 500 x 200 matrix under the relational plan: it loads in a moment, and its
-# one statement (a join of 20M rows) runs for tens of seconds.
+# one statement (a join of 50M rows) runs for tens of seconds.
 GRAM = "input A[i,j]\nY[i,k] = A[i,j] * A[k,j]\noutput Y\n"
 
 
