@@ -21,6 +21,7 @@ import numpy as np
 
 from .backends import duckdb_extension
 from .backends.pg_kernels import KERNELS_VERSION
+from .backends.pg_settings import CLIENT_CHECK
 from .blocks import decompose
 from .errors import DataError, PlanError, ProgramError, SparseEinsumError
 from .inputs import FILE_FORMATS
@@ -80,7 +81,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         out = _header(program, chosen, session.dag, dialect, where, stored, load)
         out += ["\\set ON_ERROR_STOP on" if dialect == "postgres" else ".bail on", ""]
         if dialect == "postgres":
-            out += [_kernels_check(), ""]
+            out += [_client_check(), "", _kernels_check(), ""]
         if load:
             out += ["LOAD '" + load.replace("'", "''") + "';", ""]
         out += ["BEGIN;", ""]
@@ -205,6 +206,17 @@ def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[s
         sql.append(f"INSERT INTO {d.q(rel.table)} VALUES\n  "
                    + ",\n  ".join(rows[start:start + ROWS_PER_INSERT]))
     return sql
+
+
+def _client_check() -> str:
+    """For psql's session: the server ends the job's statements within CLIENT_CHECK of psql
+    vanishing (PostgreSQL 14 or later where it can check; nothing elsewhere)."""
+    return (f"-- the server stops this job within {CLIENT_CHECK} of psql vanishing\n"
+            "DO $se_client$\nBEGIN\n"
+            f"  SET client_connection_check_interval = '{CLIENT_CHECK}';\n"
+            "EXCEPTION WHEN undefined_object OR invalid_parameter_value THEN\n"
+            "  NULL;   -- before PostgreSQL 14, or a platform where it cannot check\n"
+            "END\n$se_client$;")
 
 
 def _kernels_check() -> str:

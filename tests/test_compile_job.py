@@ -319,10 +319,12 @@ def test_postgres_job_matches_run(name, plan, tmp_path, pg, pg_dsn, pg_tables, p
     text = job.read_text()
     assert "\\set ON_ERROR_STOP on" in text and "se_kernels_version()" in text
     before = pg_user_tables(pg)
-    left = "SELECT 'temp=' || count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()"
+    left = ("SELECT 'temp=' || count(*) || ' check=' || current_setting("
+            "'client_connection_check_interval') FROM pg_class "
+            "WHERE relnamespace = pg_my_temp_schema()")
     done = psql_run(psql, pg_dsn, job, left)
     assert done.returncode == 0, done.stderr
-    assert "temp=0" in done.stdout
+    assert "temp=0 check=1s" in done.stdout     # psql's session checks for a vanished psql
     want = run(program, {}, backend=pg)
     check_outputs(lambda sql: pg.query(sql, []), program, want)
     again = psql_run(psql, pg_dsn, job)

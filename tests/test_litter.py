@@ -1,9 +1,11 @@
 """No litter: a run killed with SIGKILL or interrupted with Ctrl-C (SIGINT) leaves no table in
-the database (real subprocesses, real signals); `cleanup` removes what older versions left,
-and nothing else; a DuckDB file another process holds is named with that process."""
+the database and no PostgreSQL statement running (real subprocesses, real signals);
+`cleanup` removes what older versions left, and nothing else; a DuckDB file another process
+holds is named with that process."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +18,7 @@ import duckdb
 import numpy as np
 import pytest
 
+import sparse_einsum as se
 from sparse_einsum.backends.duckdb import DuckDBBackend
 from sparse_einsum.cli import main
 
@@ -83,6 +86,84 @@ def test_interrupted_postgres_run_leaves_nothing(pg, pg_dsn, sig):
         time.sleep(0.5)
     left = pg.query("SELECT relname FROM pg_class WHERE relname LIKE %s", [f"{prefix}%"])
     assert left == []
+
+
+# A A^T of a dense 500 x 200 matrix under the relational plan: it loads in a moment, and its
+# one statement (a join of 50M rows) runs for tens of seconds.
+GRAM = "input A[i,j]\nY[i,k] = A[i,j] * A[k,j]\noutput Y\n"
+
+
+def _poll(query, deadline: float, done) -> list[tuple]:
+    """Rows of `query` (a callable), polled until `done(rows)` or `deadline` (time.time())."""
+    while True:
+        rows = query()
+        if done(rows) or time.time() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+def test_a_killed_postgres_client_stops_its_statement(pg, pg_dsn, tmp_path):
+    """SIGKILL of `sparse-einsum run` mid-statement: the server notices the closed
+    connection (client_connection_check_interval) and ends the backend within seconds,
+    its transaction rolled back; the next run gives NumPy's answer."""
+    import psycopg
+
+    name = f"se_test_kill_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "gram.se").write_text(GRAM)
+    (tmp_path / "data").mkdir()
+    np.save(tmp_path / "data" / "A.npy", np.random.default_rng(0).random((500, 200)))
+    dsn = psycopg.conninfo.make_conninfo(pg_dsn, application_name=name)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparse_einsum", "run", str(tmp_path / "gram.se"), "--data",
+         str(tmp_path / "data"), "--backend", "postgres", "--dsn", dsn, "--plan", "relational",
+         "--quiet"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = %s"
+    try:
+        running = _poll(lambda: pg.query(mine + " AND state = 'active' AND query LIKE %s",
+                                         [name, "%JOIN%"]),
+                        time.time() + 60, bool)
+        assert running and child.poll() is None, "the statement did not start"
+        prefix = re.search(r"se_[0-9a-f]{10}_", running[0][2]).group()
+        child.kill()
+        child.wait()
+        left = _poll(lambda: pg.query(mine, [name]), time.time() + 5, lambda rows: not rows)
+        assert left == [], "the killed client's backend still runs"
+        assert pg.query("SELECT relname FROM pg_class WHERE relname LIKE %s",
+                        [prefix + "%"]) == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        pg.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                 "WHERE application_name = %s", [name])
+    a = np.random.default_rng(1).random((30, 20))
+    got = se.run(GRAM, {"A": a}, plan="relational", backend=pg)["Y"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, a @ a.T, rtol=1e-12)
+
+
+def test_the_client_check_on_a_callers_connection_lasts_the_backends_work(pg, pg_kernels):
+    """The backend's own session checks for its client throughout; on a caller's connection
+    only its transactions do, and the caller's setting is back after (also after a failure)."""
+    import psycopg
+
+    from sparse_einsum.backends.postgres import PostgresBackend
+
+    show = "SHOW client_connection_check_interval"
+    assert pg.query(show) == [("1s",)]
+    with psycopg.connect(pg_kernels, autocommit=True) as conn:
+        conn.execute("SET client_connection_check_interval = '5s'")
+        backend = PostgresBackend(connection=conn)
+        with backend.scope():
+            assert backend.query(show) == [("1s",)]
+        assert backend.query(show) == [("5s",)]
+        with pytest.raises(psycopg.errors.DivisionByZero), backend.transaction():
+            backend.execute("SELECT 1 / 0")
+        assert backend.query(show) == [("5s",)]
+        a = np.random.default_rng(2).random((4, 3))
+        np.testing.assert_allclose(se.run(GRAM, {"A": a}, backend=conn)["Y"], a @ a.T,
+                                   rtol=1e-12)
+        assert backend.query(show) == [("5s",)]
 
 
 def test_cleanup_removes_only_what_old_versions_left(tmp_path, capsys):

@@ -2,7 +2,8 @@
 no later statement reads are copied out of their statement's query, never stored."""
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from . import blas
 from .base import Backend, arrow_columns
 from .pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
 from .pg_kernels import check_kernels
+from .pg_settings import CLIENT_CHECK, client_check_works, session_setting
 
 
 class PostgresBackend(Backend):
@@ -49,13 +51,24 @@ class PostgresBackend(Backend):
             self.conn.execute("SET default_toast_compression = 'lz4'")
         except psycopg.Error:
             pass
+        # The server ends a statement whose client vanished within CLIENT_CHECK instead of
+        # running it to its end: for this session, or on a caller's connection for the
+        # backend's transactions only (nothing where the server cannot check)
+        checks = client_check_works(self.conn)
+        if checks and self._owns:
+            self.conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK}'")
+        self._check_in_transactions = checks and not self._owns
         self.dialect = PostgresDialect()
 
     def scope(self):
-        return self.conn.transaction()
+        return self.transaction()
 
-    def transaction(self):
-        return self.conn.transaction()
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        checking = (session_setting(self.conn, "client_connection_check_interval", CLIENT_CHECK)
+                    if self._check_in_transactions else nullcontext())
+        with self.conn.transaction(), checking:
+            yield
 
     def drop(self, rel: TableRelation) -> None:
         from psycopg import pq
