@@ -258,18 +258,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    from .backends.jobs import JOB_OPTIONS, JOBS
     from .compile_job import compile_job
     program = _program(args.program, args)
     data = load_data(program, args.data) if args.data and not args.train else None
     options = {"plan": args.plan} if args.plan else {}
-    if args.dsn is not None and args.dialect != "postgres":
-        args.parser.error(f"--dsn does not apply to --dialect {args.dialect}")
-    if args.database is not None and args.dialect == "postgres":
-        args.parser.error(f"--database does not apply to --dialect {args.dialect}")
-    if args.extension is not None and args.dialect != "duckdb":
-        args.parser.error(f"--extension does not apply to --dialect {args.dialect}")
-    options.update({k: v for k, v in (("dsn", args.dsn), ("database", args.database),
-                                      ("extension", args.extension)) if v})
+    for option in JOB_OPTIONS:
+        if getattr(args, option) is not None and option not in JOBS[args.dialect].options:
+            args.parser.error(f"--{option} does not apply to --dialect {args.dialect}")
+    options.update({option: getattr(args, option) for option in JOB_OPTIONS
+                    if getattr(args, option)})
     if args.train:
         from .training import compile_training_job
         if not (args.loss and args.params and args.data):
@@ -414,7 +412,7 @@ def plan_help() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from .api import DEFAULT_PLAN
-    from .sql import JOB_DIALECTS
+    from .backends.jobs import JOBS
     from .examples import EXAMPLES
     from .optimizer.strategies import MAX_TOP
 
@@ -497,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
                   f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
                   "-o gcn.sql", cmd_compile)
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
-    sub.add_argument("--dialect", choices=JOB_DIALECTS, required=True,
+    sub.add_argument("--dialect", choices=tuple(JOBS), required=True,
                      help="SQL dialect to write: duckdb jobs load the sparse_einsum DuckDB "
                           "extension (run them with duckdb -unsigned); duckdb-builtin jobs "
                           "need none but hold at most 4096 values per tuple")

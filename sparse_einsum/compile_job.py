@@ -20,8 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .backends import duckdb_extension
-from .backends.pg_kernels import KERNELS_VERSION
-from .backends.pg_settings import CLIENT_CHECK
+from .backends.jobs import JOB_OPTIONS, JOBS, JobDialect
 from .blocks import decompose
 from .errors import DataError, PlanError, ProgramError, SparseEinsumError
 from .inputs import FILE_FORMATS
@@ -29,7 +28,6 @@ from .plan import Plan
 from .program.model import InputDecl, Program
 from .program.parser import load_program
 from .session import ASSUMED_PER_INDEX, Session
-from .sql import JOB_DIALECTS
 from .sql.dialect import Dialect
 from .sql.duckdb import file_scan
 from .sql.pretty import pretty
@@ -45,7 +43,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                 plan: str | Plan = "optimal", dsn: str | None = None,
                 database: str | None = None, extension: str | None = None,
                 before: Sequence[str] = (), after: Sequence[str] = ()) -> str:
-    """The SQL job of `program` for `dialect` (one of JOB_DIALECTS) under `plan`.
+    """The SQL job of `program` for `dialect` (one of JOBS) under `plan`.
 
     Shapes and statistics come from the live database when `dsn` (postgres) or
     `database` (a DuckDB file) is given; otherwise from declared bounds and assumptions.
@@ -56,8 +54,9 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
     """
     program = load_program(program)
     data = dict(data or {})
-    job_dialect = _dialect(dialect, dsn, database)
-    _check_names(program, dialect)
+    job = _job(dialect, dsn=dsn, database=database, extension=extension)
+    job_dialect = job.dialect()
+    _check_names(program, dialect, job_dialect.engine == "duckdb")
     for name, decl in program.inputs.items():
         if decl.source is None and name not in data:
             raise ProgramError(f"input {name} is not bound to a table: a compiled job reads its "
@@ -77,11 +76,11 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                  f"assumed (no database given): each table holds min(size, "
                  f"{ASSUMED_PER_INDEX} x longest axis) non-zeros spread uniformly, every index used")
         q = job_dialect.q
-        load = _extension_file(extension) if dialect == "duckdb" else None
-        out = _header(program, chosen, session.dag, dialect, where, stored, load)
-        out += ["\\set ON_ERROR_STOP on" if dialect == "postgres" else ".bail on", ""]
-        if dialect == "postgres":
-            out += [_client_check(), "", _kernels_check(), ""]
+        load = _extension_file(extension) if job.extension else None
+        out = _header(program, chosen, session.dag, job, where, stored, load)
+        out += [job.stop_on_error, ""]
+        for check in job.checks:
+            out += [check, ""]
         if load:
             out += ["LOAD '" + load.replace("'", "''") + "';", ""]
         out += ["BEGIN;", ""]
@@ -110,19 +109,17 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
     return "\n".join(out) + "\n"
 
 
-def _dialect(name: str, dsn: str | None, database: str | None) -> Dialect:
-    from .sql.duckdb import DuckDBBuiltinDialect, DuckDBNativeDialect
-    from .sql.postgres import PostgresDialect
-    dialects = dict(zip(JOB_DIALECTS, (PostgresDialect, DuckDBNativeDialect, DuckDBBuiltinDialect)))
-    if name not in dialects:
-        raise PlanError(f"unknown dialect {name!r}: use {', '.join(JOB_DIALECTS)}")
-    if dsn and database:
+def _job(name: str, **options: str | None) -> JobDialect:
+    """The row of dialect `name`, after checking that each option given applies to it."""
+    if name not in JOBS:
+        raise PlanError(f"unknown dialect {name!r}: use {', '.join(JOBS)}")
+    if options.get("dsn") and options.get("database"):
         raise DataError("give statistics from one database: --dsn or --database, not both")
-    if dsn and name != "postgres" or database and name == "postgres":
-        option = "--dsn" if dsn else "--database"
-        raise DataError(f"{option} does not apply to --dialect {name} "
-                        "(--dsn is for postgres, --database for duckdb)")
-    return dialects[name]()
+    job = JOBS[name]
+    for option, hint in JOB_OPTIONS.items():
+        if options.get(option) and option not in job.options:
+            raise DataError(f"--{option} does not apply to --dialect {name} ({hint})")
+    return job
 
 
 def _extension_file(given: str | None) -> str:
@@ -159,10 +156,10 @@ def _source_sql(decl: InputDecl, d: Dialect) -> str:
     return file_scan(src.table, FILE_FORMATS.get(Path(src.table).suffix.lower(), "csv"))
 
 
-def _check_names(program: Program, dialect: str) -> None:
+def _check_names(program: Program, dialect: str, fold_case: bool) -> None:
     """Outputs become tables: they must not replace a source table or clash with each other
-    (DuckDB identifiers are case-insensitive even when quoted)."""
-    fold = str.lower if dialect.startswith("duckdb") else str
+    (`fold_case`: identifiers are case-insensitive even when quoted, as in DuckDB)."""
+    fold = str.lower if fold_case else str
     sources = {fold(decl.source.table) for decl in program.inputs.values() if decl.source}
     seen: set[str] = set()
     for name in program.outputs:
@@ -208,44 +205,18 @@ def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[s
     return sql
 
 
-def _client_check() -> str:
-    """For psql's session: the server ends the job's statements within CLIENT_CHECK of psql
-    vanishing (PostgreSQL 14 or later where it can check; nothing elsewhere)."""
-    return (f"-- the server stops this job within {CLIENT_CHECK} of psql vanishing\n"
-            "DO $se_client$\nBEGIN\n"
-            f"  SET client_connection_check_interval = '{CLIENT_CHECK}';\n"
-            "EXCEPTION WHEN undefined_object OR invalid_parameter_value THEN\n"
-            "  NULL;   -- before PostgreSQL 14, or a platform where it cannot check\n"
-            "END\n$se_client$;")
-
-
-def _kernels_check() -> str:
-    hint = "install them with: sparse-einsum install-kernels --dsn DSN"
-    return (
-        "DO $se_check$\nBEGIN\n"
-        "  IF to_regprocedure('se_kernels_version()') IS NULL THEN\n"
-        "    RAISE EXCEPTION 'this job needs the sparse_einsum_kernels extension %, which is "
-        f"not installed in this database', '{KERNELS_VERSION}' USING HINT = '{hint}';\n"
-        "  END IF;\n"
-        f"  IF se_kernels_version() <> '{KERNELS_VERSION}' THEN\n"
-        "    RAISE EXCEPTION 'this job needs sparse_einsum_kernels %, found %', "
-        f"'{KERNELS_VERSION}', se_kernels_version() USING HINT = '{hint}';\n"
-        "  END IF;\nEND\n$se_check$;")
-
-
 def _comment(text: object) -> str:
     """Text safe inside a `--` comment: one line."""
     return str(text).replace("\r", " ").replace("\n", " ")
 
 
-def _header(program: Program, plan: Plan, dag, dialect: str, where: str,
+def _header(program: Program, plan: Plan, dag, job: JobDialect, where: str,
             stored: dict[str, TableRelation], extension: str | None) -> list[str]:
     try:
         version = metadata.version("sparse-einsum")
     except metadata.PackageNotFoundError:  # pragma: no cover
         version = "?"
-    engine = "PostgreSQL (psql)" if dialect == "postgres" else "DuckDB (duckdb command-line shell)"
-    lines = [f"SQL job generated by sparse-einsum {version} for {engine}.",
+    lines = [f"SQL job generated by sparse-einsum {version} for {job.shell}.",
              f"program: {program.source or '(text)'}"]
     for name, decl in program.inputs.items():
         dims = ",".join(f"{l}:{n}" for l, n in zip(decl.labels, stored[name].shape))
@@ -261,17 +232,7 @@ def _header(program: Program, plan: Plan, dag, dialect: str, where: str,
               "outputs: tables " + ", ".join(f"{o}({', '.join(dag.labels_of(o) + ('val',))})"
                                              for o in program.outputs)
               + ", one row per non-zero; replaced on every run"]
-    if dialect == "postgres":
-        lines += ["run:  psql \"DSN\" -f job.sql",
-                  f"      (needs the sparse_einsum_kernels extension {KERNELS_VERSION}: "
-                  "sparse-einsum install-kernels --dsn DSN)"]
-    elif extension:
-        lines += ["run:  duckdb -unsigned FILE.duckdb -f job.sql   (-unsigned lets it load the "
-                  "extension)",
-                  f"      (needs the sparse_einsum DuckDB extension at {extension}; "
-                  "sparse-einsum build-extension builds it and prints its path)"]
-    else:
-        lines += ["run:  duckdb FILE.duckdb -f job.sql   (or: duckdb FILE.duckdb < job.sql)"]
+    lines += [line.format(extension=extension) for line in job.run]
     lines.append("One transaction: on any error nothing is changed; intermediates are TEMP "
                  "tables, dropped at the end.")
     return [f"-- {_comment(line)}" if line.strip() else "--" for line in lines] + [""]

@@ -1,3 +1,1 @@
 """SQL generation: one statement per vertex (compiler), one dialect class per engine."""
-
-JOB_DIALECTS = ("postgres", "duckdb", "duckdb-builtin")    # what compiled jobs are written in
