@@ -115,19 +115,19 @@ def _program(path: str, args: argparse.Namespace | None = None):
 
 
 def _backend_options(args: argparse.Namespace) -> dict[str, str]:
-    """Keyword arguments for the backend: dsn for postgres, database/memory_limit for duckdb,
-    master (--spark) for spark."""
-    given = {"dsn": getattr(args, "dsn", None), "database": getattr(args, "database", None),
-             "memory_limit": getattr(args, "memory_limit", None),
-             "master": getattr(args, "spark", None)}
-    allowed = {"postgres": ("dsn",), "duckdb": ("database", "memory_limit"),
-               "spark": ("master",)}.get(args.backend, ())
-    flags = {"master": "--spark"}
-    for key, value in given.items():
-        if value is not None and key not in allowed:
-            flag = flags.get(key, f"--{key.replace('_', '-')}")
-            args.parser.error(f"{flag} does not apply to --backend {args.backend}")
-    return {key: value for key, value in given.items() if value is not None}
+    """Keyword arguments for the backend from its options (see BACKENDS); an option of
+    another backend is a usage error."""
+    from .backends import BACKENDS
+    given = {}
+    for name, row in BACKENDS.items():
+        for option in row.options:
+            value = getattr(args, option.keyword, None)
+            if value is None:
+                continue
+            if name != args.backend:
+                args.parser.error(f"{option.flag} does not apply to --backend {args.backend}")
+            given[option.keyword] = value
+    return given
 
 
 # -- subcommands --------------------------------------------------------------
@@ -355,15 +355,11 @@ def _add_backend(sub: argparse.ArgumentParser, duckdb_options: bool = True,
     from .backends import BACKENDS
     group = sub.add_argument_group("database")
     group.add_argument("--backend", choices=tuple(BACKENDS), default="duckdb", help=help)
-    group.add_argument("--dsn", help="PostgreSQL connection string (--backend postgres)")
-    group.add_argument("--spark", metavar="URL",
-                       help="Spark master (local[N], spark://HOST:7077, yarn, ...) or Spark "
-                            "Connect URL (sc://HOST:15002) (--backend spark; default local[*])")
-    if duckdb_options:
-        group.add_argument("--database", metavar="FILE.duckdb",
-                           help="DuckDB database file (default: in memory)")
-        group.add_argument("--memory-limit", metavar="SIZE", dest="memory_limit",
-                           help="DuckDB memory limit such as 2GB")
+    for name, row in BACKENDS.items():
+        if duckdb_options or name != "duckdb":
+            for option in row.options:
+                group.add_argument(option.flag, dest=option.keyword, metavar=option.metavar,
+                                   help=option.help)
 
 
 def _add_training(sub: argparse.ArgumentParser, required: bool) -> None:
