@@ -35,6 +35,7 @@ from scipy.optimize import least_squares, nnls
 
 from .backends import open_backend
 from .blocks import Blocks, decompose
+from .capabilities import Capabilities
 from .cost import DEFAULT_PARAMS, CostModel, CostParams, load_params, save_params
 from .errors import SparseEinsumError
 from .kernels.spec import KernelSpec
@@ -91,7 +92,8 @@ def _workloads(scale: float, rng: np.random.Generator) -> list[tuple[str, str, d
 
 def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     """The cost of `plan` under other constants, without its loads (timed apart)."""
-    model = CostModel(ctx.dag, ctx.stats, params, kernel_sums=ctx.model.kernel_sums)
+    model = CostModel(ctx.dag, ctx.stats, params,
+                      caps=Capabilities(kernel_sums=ctx.model.caps.kernel_sums))
     items = SearchSpace(ctx.dag, model, ctx.stored).items(plan.choices)
     return sum(cost for item, cost in items.items() if not isinstance(item, LoadItem))
 

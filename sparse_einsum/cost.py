@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from math import ceil, prod
 from pathlib import Path
 
+from .capabilities import Capabilities
 from .plan import Choice, factor_reader, scalar_factor
 from .program.dag import Dag, Vertex
 from .shuffles import Exchange, row_bytes, vertex_exchanges
@@ -132,18 +133,11 @@ class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
     def __init__(self, dag: Dag, stats: dict[str, TensorStats], params: CostParams,
-                 max_tuple_bytes: float = float("inf"), max_payload_values: int | None = None,
-                 scalars_only: bool = False, sparse_payloads: bool = True,
-                 max_state_bytes: float | None = None, packed_stacks: bool = False,
-                 kernel_sums: bool = False, pipelines: bool = True, constants_once: bool = True):
+                 max_tuple_bytes: float = float("inf"), caps: Capabilities = Capabilities(), *,
+                 scalars_only: bool = False, max_state_bytes: float | None = None):
         self.dag, self.stats, self.p, self.cap = dag, stats, params, max_tuple_bytes
-        # a one-tuple operand joined to keyed tuples is bound into the kernel once per
-        # statement, or (False) read again with every batch of joined tuples
-        self.constants_once = constants_once
-        self.max_values, self.scalars_only = max_payload_values, scalars_only
-        self.sparse_payloads, self.packed_stacks = sparse_payloads, packed_stacks
-        self.kernel_sums = kernel_sums     # the engine sums products' results unformed
-        self.state_cap = max_state_bytes     # all groups' array aggregate states (None: spillable)
+        self.caps, self.scalars_only = caps, scalars_only
+        self.state_cap = max_state_bytes   # all groups' unspillable states (None: spillable)
         self._ops = {v.name: [operand_stats(stats[o.tensor], o) for o in v.operands]
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
@@ -155,7 +149,7 @@ class CostModel:
         self._joins: dict[tuple, tuple[list[float], float]] = {}   # joined(), per tile sizes
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
-        self.streamed = frozenset(v.name for v in dag.vertices if pipelines
+        self.streamed = frozenset(v.name for v in dag.vertices if caps.pipeline_depth
                                   and reads[v.name] == 1 and v.name not in dag.outputs)
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
@@ -177,7 +171,7 @@ class CostModel:
 
     def sparse_worthwhile(self, tensor: str, tiling: Tiling) -> bool:
         """Sparse payloads are a candidate: the payloads are under a quarter full."""
-        return (self.sparse_payloads and bool(payload_axes(tiling))
+        return (self.caps.sparse_payloads and bool(payload_axes(tiling))
                 and self.payload_bytes(tensor, tiling, True) < _payload_bytes(tiling) / 2)
 
     # -- feasibility ----------------------------------------------------------
@@ -197,11 +191,11 @@ class CostModel:
         tilings = self._tilings(v, choice)
         if self.scalars_only and any(payload_axes(t) for t, _ in tilings):
             return False
-        if choice.sparse and not (self.sparse_payloads and all(
+        if choice.sparse and not (self.caps.sparse_payloads and all(
                 payload_axes(tilings[k][0]) for k in choice.sparse)):
             return False
-        if self.max_values is not None and any(payload_size(t) > self.max_values
-                                               for t, _ in tilings):
+        limit = self.caps.max_payload_values
+        if limit is not None and any(payload_size(t) > limit for t, _ in tilings):
             return False
         if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
             return False
@@ -238,7 +232,7 @@ class CostModel:
         over finite values, summed over a key."""
         tilings = self._tilings(v, choice)
         tiles, sizes = choice.sizes, self._sizes[v.name]
-        return (self.kernel_sums and v.is_binary and v.op == "mul" and v.agg == "sum"
+        return (self.caps.kernel_sums and v.is_binary and v.op == "mul" and v.agg == "sum"
                 and not choice.sparse and all(payload_axes(t) for t, _ in tilings)
                 and any(tiles[l] < sizes[l] for l in v.agg_labels)
                 and all(self.stats[o.tensor].finite for o in v.operands))
@@ -301,7 +295,7 @@ class CostModel:
             keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
             # measured on DuckDB: rows of a sparse matrix against one 173 MB array, 8 s
             # for 169k rows (83 batches each reading it) where this term said 0.06 s
-            reads = 1.0 if self.constants_once else ceil(join / KERNEL_BATCH)
+            reads = 1.0 if self.caps.constants_once else ceil(join / KERNEL_BATCH)
             for k in (0, 1):
                 if not keyed[k] and keyed[1 - k]:
                     once += reads * bytes_in[k] * p.c_xfer
@@ -448,7 +442,7 @@ class CostModel:
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
         spread = 1.0 / self.tasks(min(stats.tuples(have), stats.tuples(need)))
         explode = (middle != have) * self.p.c_statement
-        if sparse and self.packed_stacks and stacks_scalars(have, need):
+        if sparse and self.caps.packed_stacks and stacks_scalars(have, need):
             # each scalar is sorted into its payload (two list entries), each payload written
             return cost + stats.tuples(middle) * (16.0 * self.p.c_xfer + self.p.c_fixed) + \
                 stats.tuples(need) * (self.payload_bytes(tensor, need, True) * self.p.c_xfer

@@ -254,16 +254,11 @@ class Session:
         return self.backend.cost_params(params) if self.backend is not None else params
 
     def _model_options(self) -> dict:
-        """The cost model's limits: memory cap (and where it comes from), payload sizes."""
+        """The cost model's limits: memory cap (and where it comes from), the engine's
+        capabilities, the bound on unspillable states."""
         cap, source = self._memory_cap()
         return {"memory_cap": cap, "cap_source": source,
-                "max_payload_values": self.dialect.max_payload_values,
-                "sparse_payloads": self.dialect.sparse_payloads,
-                "packed_stacks": bool(self.dialect.packed_stack_sql),
-                "kernel_sums": self.dialect.kernel_sums,
-                "bound_states": self.dialect.unspillable_state,
-                "pipelines": self.dialect.pipeline_depth > 0,
-                "constants_once": self.dialect.broadcast_constants,
+                "caps": self.dialect.capabilities,
                 "state_cap": self._state_cap()}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:

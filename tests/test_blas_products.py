@@ -17,6 +17,7 @@ from sparse_einsum import Session, einsum
 from sparse_einsum.api import einsum_session
 from sparse_einsum.backends import duckdb_extension
 from sparse_einsum.backends.blas import PYPI_PACKAGE
+from sparse_einsum.capabilities import Capabilities
 from sparse_einsum.cost import CostModel, CostParams
 from sparse_einsum.plan import Choice
 
@@ -108,7 +109,7 @@ def test_a_contraction_over_keys_is_summed_unformed(duck):
         choice = session.plan("Jf,Jh->fh").choices["OUT"]
         params = CostParams(0, 1.0, 0, 1.0, c_gemm=0.25)
         summed, formed = (CostModel(ctx.dag, ctx.stats, params, 500 * 40 * 30 * 8.0,
-                                    kernel_sums=on) for on in (True, False))
+                                    Capabilities(kernel_sums=on)) for on in (True, False))
         assert summed.kernel_summed(v, choice) and not formed.kernel_summed(v, choice)
         assert summed.vertex(v, choice).kernel == formed.vertex(v, choice).kernel / 4
         assert summed.vertex(v, choice).aggregate < formed.vertex(v, choice).aggregate

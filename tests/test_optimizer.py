@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparse_einsum import Session
+from sparse_einsum.capabilities import Capabilities
 from sparse_einsum.cost import CostModel, CostParams, DEFAULT_PARAMS
 from sparse_einsum.optimizer import search
 from sparse_einsum.optimizer.search import (
@@ -358,10 +359,11 @@ def test_a_one_tuple_operand_is_read_per_batch_where_the_engine_does_not_bind_it
     h = np.random.default_rng(0).normal(size=(3000, 64))
     with einsum_session("ij,jf->if", a, h, backend=duck) as session:
         ctx = session.optimizer()
-        assert not ctx.model.constants_once          # the native dialect
+        assert not ctx.model.caps.constants_once          # the native dialect
         v = ctx.dag.vertices[0]
         choice = session.plan("Ij,jf->If").choices[v.name]
-        bound_once = CostModel(ctx.dag, ctx.stats, ctx.model.p, constants_once=True)
+        bound_once = CostModel(ctx.dag, ctx.stats, ctx.model.p,
+                               caps=Capabilities(constants_once=True))
         extra = ctx.model.vertex(v, choice).join - bound_once.vertex(v, choice).join
         reads = ceil(bound_once.vertex(v, choice).join_tuples / KERNEL_BATCH) - 1
         assert reads > 0

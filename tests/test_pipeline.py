@@ -2,6 +2,8 @@
 expression of it, not a table; values and dtypes against NumPy on every engine."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -114,9 +116,16 @@ def test_explain_says_what_is_pipelined(duck):
         in text
 
 
+def _pipeline_depth(backend, monkeypatch, depth: int) -> None:
+    """The backend's dialect streams at most `depth` intermediates into one statement."""
+    dialect = type(backend.dialect)
+    monkeypatch.setattr(dialect, "capabilities",
+                        replace(dialect.capabilities, pipeline_depth=depth))
+
+
 def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
     """At most `pipeline_depth` intermediates stream into one statement."""
-    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 2)
+    _pipeline_depth(duck, monkeypatch, 2)
     _check(CHAIN, _data(), duck, "S")
     with Session(CHAIN, _data(), backend=duck, paths="opt_einsum") as session:
         for plan in PLANS:
@@ -128,7 +137,7 @@ def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
 def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
     """A dialect with `pipeline_depth = 0` stores every intermediate, and its cost model
     charges every write."""
-    monkeypatch.setattr(type(duck.dialect), "pipeline_depth", 0)
+    _pipeline_depth(duck, monkeypatch, 0)
     for pipelined, stored in _check(CHAIN, _data(), duck, "S"):
         assert not pipelined and stored == {"P", "Q", "R", "S"}
     with Session(CHAIN, _data(), backend=duck) as session:

@@ -21,7 +21,7 @@ from test_programs import PROGRAMS
 PACKAGE = Path(__file__).resolve().parents[1] / "sparse_einsum"
 # The pipeline's stages in order; a module may import its own stage and earlier ones.
 STAGES = [
-    ["errors", "memory", "extras", "resources"],
+    ["errors", "memory", "extras", "resources", "capabilities"],
     ["program"],
     ["tiling", "reference", "inputs", "blocks", "values"],
     ["stats"],
@@ -76,8 +76,16 @@ def test_c_kernels_read_the_generated_operation_list():
         "udf_kernels/common/se_ops.h is stale: run python -m sparse_einsum.program.ops"
 
 
-@pytest.mark.parametrize("dialect", [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(),
-                                     PostgresDialect(), SparkDialect()], ids=lambda d: d.name)
+DIALECTS = [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect(),
+            SparkDialect()]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_a_dialect_packs_stacks_exactly_when_it_has_the_sql(dialect):
+    assert dialect.capabilities.packed_stacks == bool(dialect.packed_stack_sql)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 def test_every_generated_statement_parses_in_its_dialect(dialect):
     statements = 0
     for name, (text, make_data) in PROGRAMS.items():

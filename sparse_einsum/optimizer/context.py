@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..capabilities import Capabilities
 from ..cost import CostModel, CostParams
 from ..memory import physical_memory
 from ..plan import Plan, StatementCost
@@ -35,29 +36,18 @@ class OptimizerContext:
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
-              memory_cap: float | None = None, max_payload_values: int | None = None,
-              scalars_only: bool = False, sparse_payloads: bool = True,
-              packed_stacks: bool = False, kernel_sums: bool = False,
-              bound_states: bool = False, pipelines: bool = True,
-              constants_once: bool = True, state_cap: float | None = None,
+              memory_cap: float | None = None, caps: Capabilities = Capabilities(),
+              scalars_only: bool = False, state_cap: float | None = None,
               stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
               cap_source: str | None = None) -> "OptimizerContext":
-        """`bound_states`: array aggregates keep their states where the engine cannot spill
-        them, so groups x state size must stay within `state_cap` (default: the memory
-        cap; all groups' states are alive at once, unlike tuples); `packed_stacks`:
-        the engine packs scalars into sparse payloads directly; `kernel_sums`: it sums a
-        product's results over joined tuples without forming them; `pipelines`: intermediates
-        read once stream into their reader (no table written); `constants_once`: the engine
-        binds a one-tuple operand into the kernel once, not with every batch of rows."""
+        """`caps`: the engine's capabilities; with `unspillable_states`, groups x state size
+        must stay within `state_cap` (default: the memory cap; all groups' states are alive
+        at once, unlike tuples)."""
         stats = propagate(dag, input_stats)
         cap = memory_cap or default_memory_cap()
-        model = CostModel(dag, stats, params, cap, max_payload_values, scalars_only,
-                          sparse_payloads,
-                          max_state_bytes=(state_cap or cap) if bound_states else None,
-                          packed_stacks=packed_stacks, kernel_sums=kernel_sums,
-                          pipelines=pipelines,
-                          constants_once=constants_once)
+        model = CostModel(dag, stats, params, cap, caps, scalars_only=scalars_only,
+                          max_state_bytes=(state_cap or cap) if caps.unspillable_states else None)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
         return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
 

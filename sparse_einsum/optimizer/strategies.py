@@ -182,7 +182,7 @@ def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
             pick = rng.random()
             tiles[l] = 1 if pick < 1 / 3 else (rng.choice(sizes_ok) if pick < 2 / 3 and sizes_ok
                                                else n)
-        sparse = [k for k, o in enumerate(v.operands) if ctx.model.sparse_payloads
+        sparse = [k for k, o in enumerate(v.operands) if ctx.model.caps.sparse_payloads
                   and any(tiles[l] > 1 for l in o.labels) and rng.random() < 1 / 3]
         choices[v.name] = Choice.of(tiles, sparse)
     return choices

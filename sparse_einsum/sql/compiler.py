@@ -97,7 +97,7 @@ class Compiler:
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
                 self.plan.output_tiling(self.dag.vertex(tensor))
-            if sparse and self.d.packed_stack_sql and stacks_scalars(have, tiling):
+            if sparse and self.d.capabilities.packed_stacks and stacks_scalars(have, tiling):
                 rel = self._stack(self.relation(tensor, middle_tiling(have, tiling)), tiling,
                                   packed=True)
             elif sparse:
@@ -253,7 +253,7 @@ class Compiler:
     def _constant_operand(self, v: Vertex, inputs: list[TableRelation]) -> int | None:
         """The one-tuple operand of a product, where the engine binds it into the kernel
         once instead of passing it with every row."""
-        return self._one_tuple_operand(v, inputs) if self.d.broadcast_constants else None
+        return self._one_tuple_operand(v, inputs) if self.d.capabilities.constants_once else None
 
     @staticmethod
     def _one_tuple_operand(v: Vertex, inputs: list[TableRelation]) -> int | None:

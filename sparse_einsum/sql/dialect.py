@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ..capabilities import Capabilities
 from ..errors import PlanError
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
@@ -49,23 +50,14 @@ class Dialect:
     def variant(self, integers: bool) -> "Dialect":
         """This dialect with BIGINT or double values."""
         return self if integers == self.integers else type(self)(integers=integers)
-    broadcast_constants: ClassVar[bool] = False   # bind one-tuple operands into the kernel
-    max_payload_values: ClassVar[int | None] = None   # longest array a tuple may hold
-    sparse_payloads: ClassVar[bool] = True       # payloads may be packed sparse
+    # what the engine can do, read as it is by the cost model and the compiler
+    capabilities: ClassVar[Capabilities] = Capabilities(constants_once=False)
     # aggregate packing scalars at flat offsets {pos} with values {val} into one packed
-    # sparse payload per group, offsets ascending ("": dense stack, then sparsify)
+    # sparse payload per group, offsets ascending (with `capabilities.packed_stacks`)
     packed_stack_sql: ClassVar[str] = ""
-    unspillable_state: ClassVar[bool] = False     # array aggregates keep state the engine cannot spill
     null_arrays_are_zeros: ClassVar[bool] = False  # kernels read a NULL array as all zeros
-    # an aggregate sums a product kernel's results over the joined tuples without forming
-    # them (a contraction over a promoted label: one matrix product over the tuples)
-    kernel_sums: ClassVar[bool] = False
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
-    # an intermediate read by one statement only is a common table expression of that
-    # statement, which the engine streams (inlines) instead of writing and re-reading a
-    # table; at most this many in one statement (0: none), so that statements stay small
-    pipeline_depth: ClassVar[int] = 16
 
     def nonzero(self, x: str) -> str:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
@@ -125,9 +117,10 @@ class Dialect:
                 or self.scalar_kernel(op, (a, b)))
 
     def check_size(self, size: int, what: str) -> None:
-        if self.max_payload_values is not None and size > self.max_payload_values:
+        limit = self.capabilities.max_payload_values
+        if limit is not None and size > limit:
             raise PlanError(f"the plan needs a {what} of {size} elements; {self.name} SQL "
-                            f"holds at most {self.max_payload_values} per tuple")
+                            f"holds at most {limit} per tuple")
 
     # -- engine-specific: kernels on array values -------------------------------------
     def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from math import prod
 
+from ..capabilities import Capabilities
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
@@ -99,9 +100,10 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     """DuckDB SQL calling the sparse_einsum extension: no UDFs and no limit on lists."""
     name = "duckdb-native"
     operation_sql = "duckdb-builtin"       # scalar SQL that the 1.5 shell evaluates as 2.0 does
-    unspillable_state = True               # the extension's aggregate states live in malloc
+    # the extension's aggregate states live in malloc; se_ksum sums products unformed
+    capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
+                                constants_once=False)
     null_arrays_are_zeros = True           # (COALESCE copies a big list slowly)
-    kernel_sums = True                     # se_ksum
     kernels = "native C: the sparse_einsum DuckDB extension"
     # one sort in C (two list(... ORDER BY) aggregates sorted 505k scalars twice: 7x slower)
     packed_stack_sql = "se_stack_packed(CAST({pos} AS BIGINT), CAST({val} AS DOUBLE))"
@@ -117,6 +119,7 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
 class DuckDBDialect(_DuckDBSQL, UDFDialect):
     """The embedded backend's SQL without the extension: NumPy kernels as arrow UDFs."""
     name = "duckdb"
+    capabilities = Capabilities(packed_stacks=True, constants_once=True)
     kernels = "NumPy through arrow UDFs (Python)"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
@@ -138,8 +141,8 @@ class DuckDBDialect(_DuckDBSQL, UDFDialect):
 class DuckDBBuiltinDialect(_DuckDBSQL):
     """DuckDB SQL whose statements run in any DuckDB client (no UDFs, no extension)."""
     name = "duckdb-builtin"
-    max_payload_values = LIST_LIMIT
-    sparse_payloads = False
+    capabilities = Capabilities(max_payload_values=LIST_LIMIT, sparse_payloads=False,
+                                packed_stacks=True, constants_once=False)
     kernels = f"DuckDB built-in list functions (arrays up to {LIST_LIMIT} values)"
 
     def _at(self, value: str, size: int, index: str) -> str:

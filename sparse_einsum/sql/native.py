@@ -73,7 +73,7 @@ class NativeDialect(Dialect):
         k = scaled_vector(spec, lists)
         if k is not None:
             return {"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)"
-        if self.kernel_sums and spec.op == "mul" and spec.arity == 2 and all(lists):
+        if self.capabilities.kernel_sums and spec.op == "mul" and spec.arity == 2 and all(lists):
             return {"se_a": args[0], "se_b": args[1]}, f"se_ksum({spec_literal(spec)}, se_a, se_b)"
         return None
 

@@ -6,7 +6,7 @@ CTEs): its tuples stream from the producing operators into the consuming ones in
 of being written and read back. Chains of single-use intermediates (a product feeding a
 product, a repartition feeding its reader) collapse into one statement.
 
-A statement computes at most `Dialect.pipeline_depth` intermediates (a longer chain
+A statement computes at most `Capabilities.pipeline_depth` intermediates (a longer chain
 keeps a table every so often); engines that should not pipeline set it to 0.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
              ) -> list[Step]:
     """`steps` with each single-use intermediate streamed into its reader; `kept`: the
     tables that must stay (outputs, stored inputs)."""
-    if not dialect.pipeline_depth:
+    depth = dialect.capabilities.pipeline_depth
+    if not depth:
         return steps
     readers: dict[str, set[int]] = {}
     kept = set(kept)
@@ -35,7 +36,7 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
         if step.kind != "sql" or step.target.table in kept or len(users) != 1:
             continue
         (reader,) = users
-        if len(merged[k].pipelined) + 1 + len(merged[reader].pipelined) <= dialect.pipeline_depth:
+        if len(merged[k].pipelined) + 1 + len(merged[reader].pipelined) <= depth:
             merged[reader] = _streamed(merged.pop(k), merged[reader], dialect, temporary)
     return list(merged.values())
 

@@ -6,6 +6,7 @@ through the C kernels, which follow IEEE like NumPy.
 """
 from __future__ import annotations
 
+from ..capabilities import Capabilities
 from ..kernels.spec import GatherSpec, KernelSpec, is_matrix_product
 from .native import NativeDialect, spec_literal
 from .steps import StepBuilder
@@ -27,6 +28,7 @@ class PostgresDialect(NativeDialect):
     isnan_sql = "({x} = 'NaN'::float8)"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS text) = '-0')"
     array_of_scalar = "ARRAY[{}]"
+    capabilities = Capabilities(packed_stacks=True, constants_once=False)
     packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
                         "|| array_agg({val} ORDER BY {pos})")
     kernels = "native C: the sparse_einsum_kernels extension"

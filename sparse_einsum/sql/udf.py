@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ..capabilities import Capabilities
 from ..kernels.spec import GatherSpec, KernelSpec
 from .dialect import Dialect
 from .steps import StepBuilder, TableRelation
@@ -16,7 +17,7 @@ from .steps import StepBuilder, TableRelation
 
 class UDFDialect(Dialect):
     """Kernels, sparsify, element-wise aggregates, splits and stacks as Arrow UDFs."""
-    broadcast_constants = True
+    capabilities = Capabilities(constants_once=True)
     collect_sql: ClassVar[str] = "list({v})"                # a group's values as one list
     pair_sql: ClassVar[str] = "{{'p': {p}, 'v': {v}}}"      # a struct {p: position, v: value}
 
