@@ -194,8 +194,8 @@ def load(con) -> Path:
                            "lets it load the sparse_einsum extension)")
     if "path" not in _built:
         _built["path"] = extension_path()
+        blas.preload()              # once per process: the library stays loaded
     path = _built["path"]
-    blas.preload()
     try:
         con.execute("LOAD '" + str(path).replace("'", "''") + "'")
     except Exception as exc:      # duckdb.Error, or an extension DuckDB refuses
