@@ -12,6 +12,7 @@ from .inputs import is_frame, numeric_array
 from .plan import Plan
 from .prepared import Prepared
 from .program.model import Program
+from .program.semirings import Semiring, semiring
 from .program.subscripts import Subscripts, parse_subscripts, sublist_subscripts
 from .session import Session
 
@@ -34,7 +35,7 @@ def run(program: Program | str | Path, data: dict[str, object] | None = None, *,
 def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
            out: np.ndarray | None = None, dtype: object = None, order: str = "K",
            casting: str = "safe", optimize: object = False, format: str | None = None,
-           **backend_options):
+           semiring: str = "plus_times", **backend_options):
     """NumPy's einsum, computed in SQL: ``einsum("ij,jk->ik", A, B)`` or the sublist form
     ``einsum(A, [0, 1], B, [1, 2], [0, 2])``. Operands are arrays, scipy.sparse matrices,
     scalars or data frames in COO form; ellipsis and size-1 broadcasting follow NumPy.
@@ -44,9 +45,13 @@ def einsum(*operands, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb
     ranks) or whichever the cost model's estimate suggests ("auto": sparse when the
     result is estimated under 10% full). By default, as scipy does, a scipy.sparse
     operand gives "auto" (sparse in, sparse out where the result is sparse) and dense
-    operands or `out` give "dense". Calls with the same subscripts, shapes and dtypes and
-    close statistics reuse the plan and SQL of an earlier call (see `reuse`)."""
-    call = _parse_einsum(operands, dtype, casting)
+    operands or `out` give "dense". `semiring` ("plus_times", "min_plus", "max_plus",
+    "max_times" or "or_and") makes its product and sum the einsum's, and its zero (inf,
+    -inf, 0, False) the value of a scipy.sparse operand's unstored entries and of the
+    result's entries a sparse result leaves out; dense operands are read as they are
+    (an inf in min-plus is an absent edge). Calls with the same subscripts, shapes and
+    dtypes and close statistics reuse the plan and SQL of an earlier call (see `reuse`)."""
+    call = _parse_einsum(operands, dtype, casting, semiring)
     with _einsum_session(call, backend, dict(backend_options, reuse=True)) as session:
         result = session.run(plan, format=_einsum_format(format, call, out)).outputs["OUT"]
     return _einsum_result(result, out, casting, order)
@@ -70,9 +75,11 @@ def _einsum_result(result: object, out: np.ndarray | None, casting: str, order: 
     return result[()] if result.ndim == 0 else result
 
 
-def einsum_session(*operands, backend: object = "duckdb", **backend_options) -> Session:
+def einsum_session(*operands, backend: object = "duckdb", semiring: str = "plus_times",
+                   **backend_options) -> Session:
     """The Session of an einsum call (inputs T0, T1, ..., output OUT), to look at its plans."""
-    return _einsum_session(_parse_einsum(operands, None, "safe"), backend, backend_options)
+    return _einsum_session(_parse_einsum(operands, None, "safe", semiring), backend,
+                           backend_options)
 
 
 class _EinsumCall(NamedTuple):
@@ -81,6 +88,7 @@ class _EinsumCall(NamedTuple):
     data: dict[str, object]
     dtype: np.dtype
     sparse_operands: bool           # some operand is scipy.sparse
+    semiring: Semiring
 
 
 def _einsum_format(format: str | None, call: _EinsumCall, out: object) -> str:
@@ -90,8 +98,11 @@ def _einsum_format(format: str | None, call: _EinsumCall, out: object) -> str:
     return "auto" if call.sparse_operands and out is None else "dense"
 
 
-def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
-    """Subscripts (string or sublists), operands as arrays, and NumPy's result dtype."""
+def _parse_einsum(args: tuple, dtype: object, casting: str,
+                  semiring_name: str = "plus_times") -> _EinsumCall:
+    """Subscripts (string or sublists), operands as arrays, and NumPy's result dtype (a
+    float for a semiring whose zero is infinite, bool for or-and)."""
+    ring = semiring(semiring_name)
     if not args:
         raise DataError("einsum: expected subscripts and operands")
     if isinstance(args[0], str):
@@ -103,6 +114,8 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
                         f"{type(args[0]).__name__}")
     values = [x if is_frame(x) else numeric_array(f"einsum {text!r}: operand {k}", x)
               for k, x in enumerate(operands)]
+    if ring.boolean:
+        values = [v if is_frame(v) else v.astype(bool) for v in values]
     parsed = parse_subscripts(text, [None if is_frame(v) else v.shape for v in values])
     # NumPy's result dtype depends on the operands' dtypes only: probe with scalars
     probes = [np.zeros((), np.float64 if is_frame(v) else v.dtype) for v in values]
@@ -111,28 +124,41 @@ def _parse_einsum(args: tuple, dtype: object, casting: str) -> _EinsumCall:
                                  casting=casting).dtype
     except (TypeError, ValueError) as exc:
         raise DataError(f"einsum {text!r}: {exc}") from None
-    data = {f"T{k}": _squeeze(v, axes) for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}
-    return _EinsumCall(text, parsed, data, result_dtype, any(sp.issparse(v) for v in values))
+    if dtype is None and not np.isfinite(ring.zero):
+        result_dtype = np.result_type(result_dtype, np.float64)
+    data = {f"T{k}": _squeeze(v, axes, ring.zero)
+            for k, (v, axes) in enumerate(zip(values, parsed.squeeze))}
+    return _EinsumCall(text, parsed, data, result_dtype, any(sp.issparse(v) for v in values),
+                       ring)
 
 
 def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Session:
-    return Session(call.subscripts.program(), call.data, backend=backend,
+    return Session(call.subscripts.program(call.semiring), call.data, backend=backend,
                    label_names=call.subscripts.label_names(),
                    output_dtypes={"OUT": call.dtype}, **options)
 
 
-def _squeeze(value: object, axes: tuple[int, ...]) -> object:
-    """The operand indexed at 0 along size-1 axes that broadcast."""
+def _squeeze(value: object, axes: tuple[int, ...], zero: float = 0.0) -> object:
+    """The operand indexed at 0 along size-1 axes that broadcast (a scipy.sparse one's
+    unstored entries `zero`)."""
     if not axes:
         return value
     if sp.issparse(value):
-        return np.asarray(value.toarray()).squeeze(axis=axes)
+        dense = value.toarray() if zero == 0 else np.where(_stored(value), value.toarray(), zero)
+        return np.asarray(dense).squeeze(axis=axes)
     return np.asarray(value).squeeze(axis=axes)
+
+
+def _stored(matrix) -> np.ndarray:
+    """Where a scipy.sparse matrix stores an entry (explicit zeros too), densely."""
+    pattern = sp.csr_array(matrix, copy=True)
+    pattern.data[:] = 1
+    return pattern.toarray().astype(bool)
 
 
 def prepare(*args, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
             format: str | None = None, dtype: object = None, casting: str = "safe",
-            **backend_options) -> "Prepared | PreparedEinsum":
+            semiring: str = "plus_times", **backend_options) -> "Prepared | PreparedEinsum":
     """Statistics, planning and SQL once, for a loop of calls on new data of the same
     shapes and dtypes (in the spirit of opt_einsum's `contract_expression`):
 
@@ -148,10 +174,10 @@ def prepare(*args, plan: str | Plan = DEFAULT_PLAN, backend: object = "duckdb",
         session = Session(args[0], args[1] if len(args) == 2 else None, backend=backend,
                           **backend_options)
         return _prepared(session, plan, format or "dense")
-    call = _parse_einsum(args, dtype, casting)
+    call = _parse_einsum(args, dtype, casting, semiring)
     session = _einsum_session(call, backend, backend_options)
     prepared = _prepared(session, plan, _einsum_format(format, call, None))
-    return PreparedEinsum(prepared, call.text, dtype, casting)
+    return PreparedEinsum(prepared, call.text, dtype, casting, semiring)
 
 
 def _prepared(session: Session, plan: str | Plan, format: str) -> Prepared:
@@ -166,12 +192,14 @@ class PreparedEinsum:
     """An einsum planned and compiled once: ``product(*operands, out=None, order="K")``
     computes it on new operands of the same shapes and dtypes."""
 
-    def __init__(self, prepared: Prepared, subscripts: str, dtype: object, casting: str):
+    def __init__(self, prepared: Prepared, subscripts: str, dtype: object, casting: str,
+                 semiring: str = "plus_times"):
         self.prepared, self.subscripts = prepared, subscripts
-        self.dtype, self.casting = dtype, casting
+        self.dtype, self.casting, self.semiring = dtype, casting, semiring
 
     def __call__(self, *operands, out: np.ndarray | None = None, order: str = "K"):
-        call = _parse_einsum((self.subscripts, *operands), self.dtype, self.casting)
+        call = _parse_einsum((self.subscripts, *operands), self.dtype, self.casting,
+                             self.semiring)
         return _einsum_result(self.prepared(call.data)["OUT"], out, self.casting, order)
 
     def close(self) -> None:

@@ -81,9 +81,12 @@ def _grid(shape: tuple[int, ...], tiling: Tiling) -> list[tuple[int, int]]:
 
 
 def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
-              sparse: bool = False) -> Blocks:
+              sparse: bool = False, default: float = 0.0) -> Blocks:
     """Split `tensor` by `tiling` into blocks (zero blocks left out), with dense or
-    sparse payloads."""
+    sparse payloads; with a `default` other than 0, one tuple per entry that differs
+    from it (a scipy.sparse matrix's unstored entries hold it), scalar payloads only."""
+    if default != 0:
+        return _decompose_default(tensor, tiling, default)
     if sp.issparse(tensor):
         return _decompose_sparse(tensor, tiling, sparse)
     if sparse:
@@ -103,6 +106,23 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
         return _blocks(np.arange(len(flat)), flat, array.shape, tiling, grid)
     nonzero = np.flatnonzero(kept)
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
+
+
+def _decompose_default(tensor, tiling: Tiling, default: float) -> Blocks:
+    shape = tuple(tensor.shape)
+    if payload_size(tiling) > 1:
+        raise ValueError(f"a tensor of default {default} is stored with scalar payloads only")
+    if sp.issparse(tensor):
+        coo = sp.coo_array(tensor)
+        coo.sum_duplicates()
+        coords, values = coo.coords, coo.data
+    else:
+        array = np.asarray(tensor)
+        flat = np.flatnonzero(array != default)
+        coords, values = np.unravel_index(flat, shape), array.reshape(-1)[flat]
+    kept = values != default
+    return Blocks([np.asarray(coords[a][kept], dtype=np.int64) for a in keyed_axes(tiling, shape)],
+                  values[kept])
 
 
 def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], tiling: Tiling,
@@ -170,11 +190,13 @@ def canonical(matrix, fmt: str):
     return converted
 
 
-def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarray:
-    """The dense tensor `blocks` stand for (missing keys are zeros)."""
+def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling, default: float = 0.0
+            ) -> np.ndarray:
+    """The dense tensor `blocks` stand for (missing keys hold `default`)."""
     grid = _grid(shape, tiling)
     keyed = keyed_axes(tiling, shape)
-    flat = np.zeros((prod(r for r, _ in grid), prod(b for _, b in grid)), dtype=blocks.values.dtype)
+    flat = np.full((prod(r for r, _ in grid), prod(b for _, b in grid)), default,
+                   dtype=blocks.values.dtype if default == 0 else np.float64)
     if len(blocks):
         keys = [np.zeros(len(blocks), dtype=np.int64)] * len(grid)
         for a, k in zip(keyed, blocks.keys):
@@ -189,13 +211,14 @@ def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> np.ndarra
     return result if getattr(result, "ndim", 0) and result.flags.c_contiguous else result.copy()
 
 
-def compose_sparse(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling) -> sp.sparray:
-    """The tensor `blocks` stand for as a scipy.sparse array, its non-zeros only (never
-    densified): CSR for a matrix, COO for any other number of axes."""
+def compose_sparse(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling,
+                   default: float = 0.0) -> sp.sparray:
+    """The tensor `blocks` stand for as a scipy.sparse array, its entries that differ from
+    `default` only (never densified): CSR for a matrix, COO for any other number of axes."""
     grid = _grid(shape, tiling)
     if blocks.bounds is None:
         payload = blocks.values.reshape(len(blocks), prod(b for _, b in grid))
-        tuples, offsets = np.nonzero(payload)
+        tuples, offsets = np.nonzero(payload != default)
         values = payload[tuples, offsets]
     else:
         tuples, offsets, values = entries(blocks.values, blocks.bounds)

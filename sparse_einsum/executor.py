@@ -58,8 +58,10 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             start = time.perf_counter()
             if step.kind == "load":
                 created.append(step.target)
-                backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
-                                                        step.target.sparse))
+                tensor = step.target.tensor
+                backend.load(step.target, decompose(arrays[tensor], step.target.tiling,
+                                                    step.target.sparse,
+                                                    compiled.defaults.get(tensor, 0.0)))
             elif step.target.table in direct:
                 fetched[step.target.table] = backend.run_and_fetch(step)
             else:
@@ -73,7 +75,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
                 created.remove(rel)
         results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
                        fetched[rel.table] if rel.table in fetched else backend.fetch(rel),
-                       rel.shape, rel.tiling)
+                       rel.shape, rel.tiling, compiled.defaults.get(name, 0.0))
                    for name, rel in compiled.outputs.items()}
     finally:
         for rel in created:

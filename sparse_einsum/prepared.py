@@ -47,7 +47,9 @@ class Prepared:
         self.compiled = session.compile(self.plan)
         self.exact = session.exact_integers
         limited = session.values.integral and not self.exact
-        self.expected = {name: (inp.shape, input_dtype(inp), all_finite(_values(inp.value)),
+        self.defaults = session.dag.defaults()
+        self.expected = {name: (inp.shape, input_dtype(inp),
+                                all_finite(_values(inp.value, self.defaults.get(name, 0.0))),
                                 max_abs(_values(inp.value)) if limited else None)
                          for name, inp in session.bound.items()}
         self._lock = threading.Lock()
@@ -62,7 +64,7 @@ class Prepared:
             if inp.shape != shape or input_dtype(inp) != dtype:
                 raise DataError(f"input {name}: shape {inp.shape} and dtype {input_dtype(inp)}, "
                                 f"but the plan was prepared for shape {shape} and dtype {dtype}")
-            values = _values(inp.value)
+            values = _values(inp.value, self.defaults.get(name, 0.0))
             if finite and not all_finite(values):
                 raise DataError(f"input {name} holds NaN or inf, but the plan was prepared "
                                 "for finite values: prepare it with data holding them")
@@ -74,7 +76,7 @@ class Prepared:
         with self._lock:
             result = execute(self.compiled, values.arrays(self.exact), self.session.backend,
                              sparse=self.sparse)
-        return values.finish(result.outputs)
+        return values.finish(result.outputs, self.defaults)
 
     def close(self) -> None:
         """Close the session it runs in."""
@@ -87,5 +89,7 @@ class Prepared:
         self.session.close(error)
 
 
-def _values(x: object) -> np.ndarray:
-    return x.data if sp.issparse(x) else np.asarray(x)
+def _values(x: object, default: float = 0.0) -> np.ndarray:
+    """The values of `x` (those other than its default: inf absent, say)."""
+    values = x.data if sp.issparse(x) else np.asarray(x)
+    return values if default == 0 else values[values != default]

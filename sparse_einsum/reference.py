@@ -10,11 +10,12 @@ import scipy.sparse as sp
 
 from .program.model import Binary, Const, Expr, Program, Ref, Unary, fold
 from .program.ops import AGGREGATES, BY_SYMBOL, numpy_function
+from .program.semirings import Semiring
 
 
 def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]:
     """Every tensor of the program (inputs and statement results) as a dense array."""
-    env = {name: _dense(data[name]) for name in program.inputs}
+    env = {name: _dense(data[name], decl.default) for name, decl in program.inputs.items()}
     with np.errstate(all="ignore"):
         for st in program.statements:
             value, labels = _eval(st.expr, env)
@@ -26,9 +27,18 @@ def evaluate(program: Program, data: dict[str, object]) -> dict[str, np.ndarray]
     return env
 
 
-def _dense(x: object) -> np.ndarray:
-    """The array in its own dtype (NumPy's arithmetic on it is the oracle's)."""
-    return x.toarray() if sp.issparse(x) else np.asarray(x)
+def _dense(x: object, default: float = 0.0) -> np.ndarray:
+    """The array in its own dtype (NumPy's arithmetic on it is the oracle's); a
+    scipy.sparse matrix's unstored entries hold `default`."""
+    if not sp.issparse(x):
+        return np.asarray(x)
+    if default == 0:
+        return x.toarray()
+    coo = sp.coo_array(x)
+    coo.sum_duplicates()
+    dense = np.full(coo.shape, default, dtype=np.result_type(coo.dtype, np.float64))
+    dense[coo.coords] = coo.data
+    return dense
 
 
 def _eval(expr: Expr, env: dict[str, np.ndarray]) -> tuple[np.ndarray | float, list[str]]:
@@ -63,3 +73,28 @@ def _align(value, labels: list[str], target: list[str]):
     present = [labels[k] for k in order]
     shape = [value.shape[present.index(l)] if l in present else 1 for l in target]
     return value.reshape(shape)
+
+
+def semiring_einsum(subscripts: str, operands: list[object], semiring: Semiring) -> np.ndarray:
+    """An einsum with explicit output (``"ij,jk->ik"``) over `semiring`, densely: every
+    operand (a scipy.sparse one's unstored entries the semiring's zero) spread over all
+    labels, combined by the semiring's product and reduced by its sum."""
+    terms, output = subscripts.replace(" ", "").split("->")
+    labels = list(dict.fromkeys(terms.replace(",", "")))
+    value = None
+    for term, x in zip(terms.split(","), operands):
+        dense = _dense(x, semiring.zero)
+        if semiring.boolean:
+            dense = dense.astype(bool)
+        own = list(dict.fromkeys(term))
+        dense = np.einsum(dense, [own.index(l) for l in term], list(range(len(own))))
+        aligned = _align(dense, own, labels)
+        value = aligned if value is None else semiring.numpy_product(value, aligned)
+    value = np.broadcast_to(value, [max(np.shape(x)[term.index(l)] if l in term else 1
+                                        for term, x in zip(terms.split(","), operands))
+                                    for l in labels])
+    summed = tuple(k for k, l in enumerate(labels) if l not in output)
+    if summed:
+        value = semiring.numpy_sum.reduce(value, axis=summed)
+    kept = [l for l in labels if l in output]
+    return np.transpose(value, [kept.index(l) for l in output])

@@ -158,30 +158,32 @@ class StatsCache:
 
     def __init__(self, size: int = STATS_SIZE):
         self.size = size
-        self._entries: OrderedDict[int, tuple[weakref.ref, Summary, TensorStats]] = OrderedDict()
+        self._entries: OrderedDict[object, tuple[weakref.ref, Summary, TensorStats]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, x: object) -> TensorStats:
-        """The statistics of `x`: kept ones while its summary is the one they were
-        computed with (its values may have changed in place), else computed and kept."""
+    def get(self, x: object, default: float = 0.0) -> TensorStats:
+        """The statistics of `x` (its entries other than `default`): kept ones while its
+        summary is the one they were computed with (its values may have changed in
+        place), else computed and kept."""
         now = summary(x)
+        key = id(x) if default == 0 else (id(x), default)
         with self._lock:
-            found = self._entries.get(id(x))
+            found = self._entries.get(key)
             if found is not None and found[0]() is x and found[1] == now:
-                self._entries.move_to_end(id(x))
+                self._entries.move_to_end(key)
                 return found[2]
-        stats = exact_stats(x)
+        stats = exact_stats(x, default)
         try:
-            ref = weakref.ref(x, lambda _, key=id(x): self._forget(key))
+            ref = weakref.ref(x, lambda _, key=key: self._forget(key))
         except TypeError:             # an object without weak references: not kept
             return stats
         with self._lock:
-            self._entries[id(x)] = (ref, now, stats)
+            self._entries[key] = (ref, now, stats)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         return stats
 
-    def _forget(self, key: int) -> None:
+    def _forget(self, key: object) -> None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None and found[0]() is None:

@@ -204,13 +204,16 @@ class Session:
         summary is unchanged, `reuse.STATS`), by SQL for imported data, assumed (uniform,
         ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
-        counted = {id(inp.value): self._input_stats[name] for name, inp in self.inputs.items()
+        defaults = self.dag.input_defaults
+        counted = {(id(inp.value), defaults.get(name, 0.0)): self._input_stats[name]
+                   for name, inp in self.inputs.items()
                    if name in self._input_stats and isinstance(inp, ArrayInput)}
         for name, inp in self.inputs.items():
             if name not in self._input_stats:       # one data object given twice: counted once
-                if id(inp.value) not in counted:
-                    counted[id(inp.value)] = STATS.get(inp.value)
-                self._input_stats[name] = counted[id(inp.value)]
+                key = (id(inp.value), defaults.get(name, 0.0))
+                if key not in counted:
+                    counted[key] = STATS.get(inp.value, key[1])
+                self._input_stats[name] = counted[key]
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}
 
@@ -332,6 +335,13 @@ class Session:
                             "doubles, and this program's integers may exceed 2**53 (where "
                             "doubles lose them): use a plan that promotes every label "
                             "(optimal, relational)")
+        arrays = [v.name for v in self.dag.vertices if v.defaults
+                  and any(b > 1 for b in chosen.choices[v.name].sizes.values())]
+        if arrays:
+            raise PlanError(f"plan {chosen.name!r} keeps values of {arrays[0]} in arrays, whose "
+                            "absent entries are 0, but its operands' absent entries are "
+                            f"{', '.join(map(str, self.dag.vertex(arrays[0]).defaults))}: use a "
+                            "plan that promotes every label (optimal, relational)")
         ctx = self.optimizer()
         self._compiled += 1                 # tables of every compilation named apart
         with self._stage(f"compiling {len(self.dag.vertices)} vertices"):
@@ -370,7 +380,7 @@ class Session:
             result = execute(compiled, self.values.arrays(self.exact_integers),
                              self.backend, count_tuples=count_tuples, progress=progress,
                              sparse=sparse)
-        result.outputs = self.values.finish(result.outputs)
+        result.outputs = self.values.finish(result.outputs, self.dag.defaults())
         result.plan = chosen
         return result
 

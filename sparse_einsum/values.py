@@ -40,8 +40,10 @@ class Values:
         return {n: _cast(n, i.value, dtype) for n, i in self.inputs.items()
                 if isinstance(i, ArrayInput)}
 
-    def finish(self, outputs: dict[str, object]) -> dict[str, object]:
-        """The outputs in NumPy's dtypes, complex parts joined (dense or scipy.sparse)."""
+    def finish(self, outputs: dict[str, object], defaults: dict[str, float] | None = None
+               ) -> dict[str, object]:
+        """The outputs in NumPy's dtypes, complex parts joined (dense or scipy.sparse; a
+        stored 0 is an entry where `defaults` gives an output another default)."""
         result = {}
         for name, (re, im) in self.parts.items():
             value = outputs[re] if im is None else outputs[re] + 1j * outputs[im]
@@ -50,7 +52,8 @@ class Values:
                 # composed for this call: cast in place (a copy would double the row
                 # pointer of a CSR matrix, one int64 per row)
                 value.data = _finish(value.data, dtype)
-                value.eliminate_zeros()
+                if not (defaults or {}).get(re):
+                    value.eliminate_zeros()
             else:
                 value = _finish(value, dtype)
             result[name] = value
@@ -65,7 +68,10 @@ def input_dtype(inp: Input) -> np.dtype:
 
 def output_dtypes(program: Program, dtypes: dict[str, np.dtype]) -> dict[str, np.dtype]:
     """NumPy's dtype of every output: the reference evaluator on one element per input."""
-    probe = {n: np.zeros((1,) * len(d.labels), dtype=dtypes[n]) for n, d in program.inputs.items()}
+    # an input whose absent entries are not 0 (inf, say) holds floats
+    probe = {n: np.zeros((1,) * len(d.labels), dtype=dtypes[n] if d.default == 0 else
+                         np.result_type(dtypes[n], np.float64))
+             for n, d in program.inputs.items()}
     try:
         env = evaluate(program, probe)
     except TypeError as exc:
@@ -82,7 +88,8 @@ def plan_values(program: Program, inputs: dict[str, Input],
         if not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
             raise DataError(f"input {name}: expected numbers but the data has dtype {dtype}")
     out_dtypes = dict(dtypes) if dtypes else output_dtypes(program, in_dtypes)
-    integral = all(d.kind in "biu" for d in [*in_dtypes.values(), *out_dtypes.values()])
+    integral = all(d.kind in "biu" for d in [*in_dtypes.values(), *out_dtypes.values()]) and \
+        all(decl.default == 0 for decl in program.inputs.values())   # no inf in BIGINT
     complex_inputs = {n for n, d in in_dtypes.items() if d.kind == "c"}
     if not complex_inputs:
         return Values(program, inputs, {n: (n, None) for n in program.outputs}, out_dtypes,

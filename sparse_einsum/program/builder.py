@@ -110,9 +110,11 @@ class ProgramBuilder:
         if name in self._program.inputs or any(st.out == name for st in self._program.statements):
             raise ProgramError(f"tensor '{name}' is already defined", source=self._program.source)
 
-    def input(self, name: str, labels: Labels = "", table: TableSpec | None = None) -> Tensor:
+    def input(self, name: str, labels: Labels = "", table: TableSpec | None = None,
+              default: float = 0.0) -> Tensor:
         """Declare ``input name[labels]``; labels like ``"i:2708,j"`` or ``["i:2708", "j"]``;
-        `table` is a TableSource or ``(table, key_columns[, value_column])``."""
+        `table` is a TableSource or ``(table, key_columns[, value_column])``; `default`
+        is the value of its absent entries."""
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ProgramError(f"expected a tensor name but found {name!r}")
         found, bounds = parse_labels(_label_text(labels), name, bounds=True,
@@ -120,7 +122,7 @@ class ProgramBuilder:
         source = table if table is None or isinstance(table, TableSource) else TableSource(
             table[0], tuple(table[1]), table[2] if len(table) > 2 else None)
         self._new(name)
-        self._program.inputs[name] = InputDecl(name, found, bounds, source)
+        self._program.inputs[name] = InputDecl(name, found, bounds, source, default=default)
         return Tensor(name, found)
 
     def let(self, target: str, value: Term | Aggregated | Operand | str) -> Tensor:

@@ -13,7 +13,8 @@ from functools import cached_property
 
 import networkx as nx
 
-from .ops import preserves_zero
+from ..errors import ProgramError
+from .ops import absorbs, element_default, preserves_zero
 
 
 COMMUTATIVE = frozenset({"mul", "add"})
@@ -37,6 +38,7 @@ class Vertex:
     agg: str                         # sum | max | min
     operands: tuple[Operand, ...]    # one or two
     line: int = 0                    # statement line in the program, 0 if unknown
+    defaults: tuple[float, ...] = ()  # the operands' defaults (`Dag.add`), () when all 0
 
     @property
     def is_binary(self) -> bool:
@@ -56,17 +58,30 @@ class Vertex:
 
     @cached_property
     def annihilates(self) -> bool:
-        """True when a zero input gives a zero output (missing tuples stay missing)."""
-        return preserves_zero(self.op)
+        """True when an absent operand gives an absent result (missing tuples stay
+        missing): a zero input gives zero, or every operand's default decides the result."""
+        if not self.defaults:
+            return preserves_zero(self.op)
+        return all(absorbs(self.op, self.defaults, k) for k in range(len(self.operands)))
+
+    @cached_property
+    def default(self) -> float:
+        """The value of the vertex's absent entries: its operation's value where every
+        operand is absent, which min and max keep (and a sum, for 0 and inf). Among
+        operands of default 0 it is 0: the compiler adds the missing terms where the
+        operation makes 0 into something else."""
+        return element_default(self.op, self.defaults) if self.defaults else 0.0
 
 
 class Dag:
     """Input tensors, vertices in topological order, outputs and every tensor's shape."""
 
     def __init__(self, inputs: dict[str, tuple[str, ...]], shapes: dict[str, tuple[int, ...]],
-                 outputs: list[str], bounded: frozenset[str] = frozenset()):
+                 outputs: list[str], bounded: frozenset[str] = frozenset(),
+                 defaults: dict[str, float] | None = None):
         self.graph = nx.DiGraph()
         self.inputs = dict(inputs)
+        self.input_defaults = {n: d for n, d in (defaults or {}).items() if d != 0}
         self.shapes = dict(shapes)
         self.outputs = list(outputs)
         self.bounded = bounded     # statements whose vertices are finite where their operands are
@@ -82,6 +97,13 @@ class Dag:
         missing = [o.tensor for o in vertex.operands if o.tensor not in self.graph]
         if missing:
             raise ValueError(f"vertex {vertex.name} uses unknown tensor {missing[0]}")
+        defaults = tuple(self.default(o.tensor) for o in vertex.operands)
+        vertex = replace(vertex, defaults=defaults if any(defaults) else ())
+        e = vertex.default
+        if vertex.agg == "sum" and vertex.agg_labels and e != 0 and abs(e) != float("inf"):
+            raise ProgramError(f"{vertex.name}: a sum over absent entries of value {e!r} "
+                               "(give the inputs defaults whose operation gives 0 or inf, or "
+                               "use min or max)", line=vertex.line)
         self.graph.add_node(vertex.name)
         self.graph.add_edges_from((o.tensor, vertex.name) for o in vertex.operands)
         self._vertices[vertex.name] = vertex
@@ -119,6 +141,17 @@ class Dag:
 
     def vertex(self, name: str) -> Vertex:
         return self._vertices[name]
+
+    def default(self, tensor: str) -> float:
+        """The value of a tensor's absent entries (0 unless an input declares another)."""
+        if tensor in self._vertices:
+            return self._vertices[tensor].default
+        return self.input_defaults.get(tensor, 0.0)
+
+    def defaults(self) -> dict[str, float]:
+        """Every tensor whose absent entries are not 0, and their value."""
+        found = {v.name: v.default for v in self._vertices.values()}
+        return {**self.input_defaults, **{n: d for n, d in found.items() if d != 0}}
 
     def labels_of(self, tensor: str) -> tuple[str, ...]:
         if tensor in self.inputs:

@@ -39,7 +39,8 @@ def lower(program: Program, shapes: dict[str, tuple[int, ...]],
     or more tensors follow `choose_path` (default: opt_einsum's path)."""
     dag = Dag({n: d.labels for n, d in program.inputs.items()},
               {n: shapes[n] for n in program.inputs}, program.outputs,
-              frozenset(st.out for st in program.statements if st.bounded))
+              frozenset(st.out for st in program.statements if st.bounded),
+              {n: d.default for n, d in program.inputs.items()})
     for st in program.statements:
         _Lowerer(dag, st, choose_path or dense_path).run()
     return dag

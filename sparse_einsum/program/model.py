@@ -160,12 +160,14 @@ class TableSource:
 
 @dataclass(frozen=True)
 class InputDecl:
-    """``input A[i:2708, j]``: a named input tensor, its labels and declared bounds."""
+    """``input A[i:2708, j]``: a named input tensor, its labels and declared bounds;
+    ``default inf`` gives the value of its absent entries (0 when omitted)."""
     name: str
     labels: tuple[str, ...]
     bounds: tuple[int | None, ...]
     source: TableSource | None = None
     line: int = 0
+    default: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,7 @@ def strip_locations(program: Program) -> Program:
     """A copy without lines, columns, statement texts and source name: for comparing
     programs that were written differently (text vs. the builder API)."""
     return Program(
-        {n: InputDecl(d.name, d.labels, d.bounds, d.source) for n, d in program.inputs.items()},
+        {n: InputDecl(d.name, d.labels, d.bounds, d.source, default=d.default)
+         for n, d in program.inputs.items()},
         [Statement(s.out, s.out_labels, fold(s.expr, _strip), s.agg) for s in program.statements],
         list(program.outputs))

@@ -120,12 +120,20 @@ class Aggregate:
     numpy: Callable                  # reduce over axes
     pairwise: Callable               # ufunc combining two partial results
     clip_zero: str                   # the constant op folding in a missing zero
+    identity: float                  # the value that changes no aggregate
+
+    def clip(self, missing: float) -> str | None:
+        """The constant op folding a missing term of value `missing` into a min or max
+        (None where it changes nothing: the aggregate's identity)."""
+        if missing == self.identity or self.name == "sum":
+            return None
+        return with_constant(self.clip_zero.partition(":")[0], missing)
 
 
 AGGREGATES: dict[str, Aggregate] = {
-    "sum": Aggregate("sum", np.sum, np.add, ""),
-    "max": Aggregate("max", np.max, np.maximum, "maxc:0.0"),
-    "min": Aggregate("min", np.min, np.minimum, "minc:0.0"),
+    "sum": Aggregate("sum", np.sum, np.add, "", 0.0),
+    "max": Aggregate("max", np.max, np.maximum, "maxc:0.0", -INF),
+    "min": Aggregate("min", np.min, np.minimum, "minc:0.0", INF),
 }
 
 
@@ -166,6 +174,31 @@ def preserves_zero(code: str) -> bool:
         return op.name == "mul"
     with np.errstate(all="ignore"):
         return bool(numpy_function(code)(np.zeros(1))[0] == 0.0)
+
+
+# finite values an operand may hold, to test whether an absent operand decides a result
+_PROBES = np.array([-3.5, -1.0, -0.0, 0.0, 0.25, 1.0, 2.0, 7.0])
+
+
+def element_default(code: str, defaults: tuple[float, ...]) -> float:
+    """The value of an operation where every operand is absent (holds its default)."""
+    with np.errstate(all="ignore"):
+        return float(numpy_function(code)(defaults[0]) if len(defaults) == 1
+                     else split_code(code)[0].numpy(*defaults))
+
+
+def absorbs(code: str, defaults: tuple[float, ...], k: int) -> bool:
+    """Operand `k` absent (its default) gives `element_default` whatever finite values the
+    other operand holds (0 for a product, inf for a sum with default inf): tuples where
+    operand `k` is absent need not be formed. Unary operations always absorb."""
+    result = element_default(code, defaults)
+    if len(defaults) == 1:
+        return True
+    args = [_PROBES, _PROBES]
+    args[k] = np.full(len(_PROBES), defaults[k])
+    with np.errstate(all="ignore"):
+        found = split_code(code)[0].numpy(*args)
+    return bool(np.all(found == result))
 
 
 def render_uclc(code: str, *args: str) -> str:

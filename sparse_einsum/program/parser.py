@@ -6,6 +6,7 @@ One declaration or statement per line; ``#`` starts a comment::
     input H[j:2708,f]                           # optional declared bound per label
     input E[i,j] from edges(src, dst, weight)   # key column per label, optional value column
     input F[i,j] from 'edges.parquet'(src, dst) # a Parquet or CSV file, read in place
+    input W[i,j] default inf                    # absent entries are inf (0 when omitted)
     AH[i,f] = A[i,j] * H[j,f]                   # labels not on the left are summed out
     M[i]    = max(AH[i,f])                      # aggregate wrapper: sum | max | min
     S[]     = sum(exp(AH[i,f]))                 # a scalar
@@ -199,8 +200,21 @@ class _LineParser:
         if self.peek().kind == "ident" and self.peek().value == "from":
             self.next()
             source = self.table_source(name, len(labels))
-        self.end("'from' or end of line")
-        return InputDecl(name, labels, bounds, source, tok.line)
+        default = 0.0
+        if self.peek().kind == "ident" and self.peek().value == "default":
+            self.next()
+            default = self.default_value()
+        self.end("'from', 'default' or end of line")
+        return InputDecl(name, labels, bounds, source, tok.line, default)
+
+    def default_value(self) -> float:
+        """A number, ``inf`` or ``-inf`` (the value of an input's absent entries)."""
+        sign = -1.0 if self.accept("-") else 1.0
+        tok = self.peek()
+        if tok.kind == "num" or (tok.kind == "ident" and tok.value == "inf"):
+            self.next()
+            return sign * float(tok.value)
+        self.expected("a number, inf or -inf after 'default'")
 
     def output_names(self) -> list[Token]:
         names = [self.ident("a tensor name")]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import DataError
 from .model import Binary, InputDecl, Program, Ref, Statement
+from .semirings import SEMIRINGS, Semiring
 
 LETTERS = string.ascii_letters            # NumPy's labels; sublist integers 0-51 map onto them
 
@@ -30,19 +31,23 @@ class Subscripts:
     squeeze: list[tuple[int, ...]]
     sizes: dict[str, int]
 
-    def program(self) -> Program:
-        """Inputs T0, T1, ... and the statement OUT[output] = T0[..] * T1[..] * ..."""
+    def program(self, semiring: Semiring = SEMIRINGS["plus_times"]) -> Program:
+        """Inputs T0, T1, ... (absent entries: the semiring's zero) and the statement
+        OUT[output] = T0[..] * T1[..] * ... (the semiring's product, and its sum over the
+        labels not in the output)."""
         program = Program()
         refs = []
         for k, term in enumerate(self.terms):
             name = f"T{k}"
             axes = tuple(f"{name}_{n}" for n in range(len(term)))   # distinct declared labels
-            program.inputs[name] = InputDecl(name, axes, (None,) * len(term))
+            program.inputs[name] = InputDecl(name, axes, (None,) * len(term),
+                                             default=semiring.zero)
             refs.append(Ref(name, tuple(map(program_label, term))))
         expr = refs[0]
         for ref in refs[1:]:
-            expr = Binary("*", expr, ref)
-        program.statements.append(Statement("OUT", tuple(map(program_label, self.output)), expr))
+            expr = Binary(semiring.product, expr, ref)
+        program.statements.append(Statement("OUT", tuple(map(program_label, self.output)), expr,
+                                            semiring.sum))
         program.outputs.append("OUT")
         return program
 

@@ -66,6 +66,9 @@ def validate_program(program: Program) -> None:
         if decl.source is not None and len(decl.source.keys) != len(decl.labels):
             fail(f"input {name} has {len(decl.labels)} labels but its table source "
                  f"{decl.source.table} lists {len(decl.source.keys)} key columns", decl.line)
+        if not isinstance(decl.default, (int, float)) or decl.default != decl.default:
+            fail(f"input {name} has default {decl.default!r}: expected a number, inf or -inf",
+                 decl.line)
         labels_of[name], line_of[name], sizes[name] = decl.labels, decl.line, decl.bounds
     for k, st in enumerate(program.statements):
         if st.out in line_of:

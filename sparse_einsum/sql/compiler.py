@@ -7,14 +7,14 @@ classes; this module only arranges joins, domains and groupings.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
-from ..program.ops import AGGREGATES
+from ..program.ops import AGGREGATES, absorbs
 from .dialect import Dialect
 from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
@@ -27,6 +27,7 @@ class CompiledPlan:
     steps: list[Step]
     outputs: dict[str, TableRelation]
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
+    defaults: dict[str, float] = field(default_factory=dict)   # tensors whose absent entries are not 0
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -57,7 +58,7 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
         outputs = compiler.outputs()
     kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values()]}
     return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs,
-                        frozenset(compiler.factors))
+                        frozenset(compiler.factors), dag.defaults())
 
 
 class Compiler:
@@ -224,14 +225,17 @@ class Compiler:
         inner = f"SELECT {', '.join(selected)} FROM {frm}{where_sql}"
         if not agg_promoted:
             return inner
-        expected = 1 if (domain == "full" or v.agg == "sum") else prod(ranges[l] for l in agg_promoted)
+        # a min or max over tuples that may be absent folds in their value (the vertex's
+        # default) unless that changes nothing (inf for min)
+        clip_op = AGGREGATES[v.agg].clip(v.default)
+        expected = 1 if (domain == "full" or clip_op is None) else prod(ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if fused:
             agg_value = fused[1]
         elif out.is_scalar:
             agg_value = d.scalar_aggregate(v.agg, "val")
             if expected > 1:
-                clip = d.scalar_unary(AGGREGATES[v.agg].clip_zero, agg_value)
+                clip = d.scalar_unary(clip_op, agg_value)
                 agg_value = f"CASE WHEN count(*) < {expected} THEN {clip} ELSE {agg_value} END"
         else:
             agg_value = d.aggregate(b, v.agg, "val", out.sub_size,
@@ -246,6 +250,11 @@ class Compiler:
         if v.annihilates:
             wild = [k for k, o in enumerate(v.operands) if o.tensor in self.nonfinite]
             return ("union", wild) if wild and v.is_binary else ("join", [])
+        if v.defaults:     # the result differs from its default only where an absorbing operand is present
+            if v.agg == "sum" and v.agg_labels and v.default != 0:
+                return "full", []          # a sum of infinite defaults: every term counts
+            absorbing = [k for k in range(len(v.operands)) if absorbs(v.op, v.defaults, k)]
+            return "union", absorbing or [0, 1]
         if not v.is_binary or v.op == "div":
             return "full", []
         return "union", [0, 1]
@@ -312,7 +321,9 @@ class Compiler:
             conds = [f"{aliases[k]}.{q(rel.column(axis))} = dom.{col[label]}"
                      for axis, label in enumerate(v.operands[k].labels) if label in col]
             frm += f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON {' AND '.join(conds) or 'TRUE'}"
-            if rel.is_scalar or not d.null_arrays_are_zeros:
+            if v.defaults:
+                values.append(f"coalesce({aliases[k]}.val, {d.num(v.defaults[k])})")
+            elif rel.is_scalar or not d.null_arrays_are_zeros:
                 zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
                 values.append(f"coalesce({aliases[k]}.val, {zero})")
             else:

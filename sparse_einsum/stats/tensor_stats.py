@@ -81,23 +81,24 @@ def _values(values: np.ndarray) -> dict:
     return {"max_abs": max(-low, high) if finite else float("inf"), "finite": finite}
 
 
-def exact_stats(x: object) -> TensorStats:
+def exact_stats(x: object, default: float = 0.0) -> TensorStats:
     """Exact T and V (and the values' bound and finiteness) from a NumPy array or a
     scipy.sparse matrix, and for matrices the non-empty tiles of every candidate tiling
-    (vectorised)."""
+    (vectorised); the entries equal to `default` count as absent (a scipy.sparse
+    matrix's unstored ones hold it)."""
     if sp.issparse(x):
         csr = x.asformat("csr")
         if not csr.has_canonical_format:
             csr = csr.copy()
             csr.sum_duplicates()
-        pattern = _pattern(csr, csr.data != 0)
+        pattern = _pattern(csr, csr.data != default)
         counts = [np.diff(pattern.indptr), np.bincount(pattern.indices, minlength=csr.shape[1])]
         distinct = tuple(float(np.count_nonzero(c)) for c in counts)
         return TensorStats(tuple(csr.shape), float(pattern.nnz), distinct,
                            tile_counts=_tile_counts(pattern),
                            degrees=Degrees.of(counts), **_values(pattern.data))
     array = np.asarray(x)
-    nonzero = array != 0
+    nonzero = array != default
     nnz = int(np.count_nonzero(nonzero))
     counts = []
     for axis in range(array.ndim):
@@ -114,7 +115,8 @@ def exact_stats(x: object) -> TensorStats:
                            key_range(tiling[1], array.shape[1]))
              for tiling in _tilings(array.shape)}
     return TensorStats(tuple(array.shape), float(nnz), tuple(distinct),
-                       tile_counts=tiles, degrees=Degrees.of(counts), **_values(array))
+                       tile_counts=tiles, degrees=Degrees.of(counts),
+                       **_values(array if default == 0 else array[nonzero]))
 
 
 def _pattern(csr: sp.csr_array, nonzero: np.ndarray) -> sp.csr_array:
