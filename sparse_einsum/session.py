@@ -204,7 +204,7 @@ class Session:
         summary is unchanged, `reuse.STATS`), by SQL for imported data, assumed (uniform,
         ASSUMED_PER_INDEX per index) for tables when there is no database."""
         start = time.perf_counter()
-        defaults = self.dag.input_defaults
+        defaults = {n: d.default for n, d in self.values.program.inputs.items()}
         counted = {(id(inp.value), defaults.get(name, 0.0)): self._input_stats[name]
                    for name, inp in self.inputs.items()
                    if name in self._input_stats and isinstance(inp, ArrayInput)}

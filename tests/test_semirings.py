@@ -1,0 +1,180 @@
+"""Einsum over semirings and tensors whose absent entries are not 0, against NumPy
+references that implement each semiring; shortest paths, reachability levels and Viterbi
+decoding against scipy.sparse.csgraph and NumPy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra, shortest_path
+
+import sparse_einsum as se
+from experiments.paths import (numpy_viterbi, random_graph, reachability_levels, scipy_step,
+                               shortest_paths, viterbi, with_loops)
+from sparse_einsum.api import einsum_session
+from sparse_einsum.errors import DataError, PlanError
+from sparse_einsum.optimizer.strategies import STRATEGIES
+from sparse_einsum.program.semirings import SEMIRINGS
+from sparse_einsum.reference import semiring_einsum
+
+EXPRESSIONS = ("ij,jk->ik", "ij,j->i", "i,ij->j", "ij->i", "ij,ij->ij", "ij,jk,k->i")
+
+
+def _operands(expression: str, ring, seed: int) -> list[object]:
+    """A scipy.sparse matrix (explicit zeros among its entries: real ones in min-plus) per
+    2-D term, and dense vectors holding the semiring's zero here and there."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for k, term in enumerate(expression.split("->")[0].split(",")):
+        if len(term) == 2:
+            m = sp.random(6, 6, density=0.35, random_state=seed + k, format="csr")
+            m.data = np.round(m.data * 10) - 2.0
+            found.append(m)
+        else:
+            v = rng.integers(-3, 5, 6).astype(np.float64)
+            v[rng.random(6) < 0.3] = ring.zero
+            found.append(v)
+    return found
+
+
+def _plans(session) -> dict[tuple, str]:
+    """Each distinct decomposition the registered strategies name (payload plans of a
+    semiring whose zero is not 0 are refused: see test_payload_plans_are_refused)."""
+    found: dict[tuple, str] = {}
+    for strategy in STRATEGIES.values():
+        for spec in strategy.examples(session.optimizer()):
+            try:
+                plan = session.plan(spec)
+                session.compile(plan)
+            except PlanError as exc:
+                assert "promotes every label" in str(exc) or "distinct plans" in str(exc), exc
+                continue
+            found.setdefault(tuple(sorted(plan.choices.items())), spec)
+    return found
+
+
+@pytest.mark.parametrize("name", list(SEMIRINGS))
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_every_semiring_under_every_strategy(name, expression, backend):
+    ring = SEMIRINGS[name]
+    ops = _operands(expression, ring, seed=len(expression))
+    expected = semiring_einsum(expression, ops, ring)
+    with einsum_session(expression, *ops, backend=backend, semiring=name) as session:
+        for spec in _plans(session).values():
+            got = session.run(spec).outputs["OUT"]
+            assert got.dtype == expected.dtype, (name, expression, spec)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{name} {expression} {spec}")
+
+
+def test_payload_plans_are_refused():
+    """A plan that keeps min-plus values in arrays (whose absent entries are 0) is refused,
+    never run with 0 standing for inf."""
+    W = sp.random(6, 6, density=0.4, random_state=0, format="csr")
+    with einsum_session("ij,jk->ik", W, W, semiring="min_plus") as session:
+        for plan in ("dense", "ij,jK->iK"):
+            with pytest.raises(PlanError, match="promotes every label"):
+                session.run(plan)
+        assert all(b == 1 for choice in session.plan("random:1").choices.values()
+                   for b in choice.sizes.values())
+
+
+@pytest.mark.parametrize("name", list(SEMIRINGS))
+def test_sparse_product_equals_numpy_with_zero_for_absent(name):
+    """`einsum("ij,jk->ik", W, W, semiring=...)` on scipy.sparse W: the NumPy product with
+    the semiring's zero (inf for min-plus) for W's unstored entries; a sparse result
+    stores exactly the entries that differ from the zero (explicit 0 edges included)."""
+    ring = SEMIRINGS[name]
+    W = sp.random(40, 40, density=0.08, random_state=3, format="csr")
+    W.data = np.round(W.data * 5)                         # some stored zeros
+    dense = np.full(W.shape, ring.zero)
+    coo = W.tocoo()
+    dense[coo.row, coo.col] = coo.data
+    if ring.boolean:
+        dense = dense.astype(bool)
+    expected = ring.numpy_sum.reduce(ring.numpy_product(dense[:, :, None], dense[None]), axis=1)
+    dense_result = se.einsum("ij,jk->ik", W, W, semiring=name, format="dense")
+    np.testing.assert_array_equal(dense_result, expected)
+    assert dense_result.dtype == expected.dtype
+    got = se.einsum("ij,jk->ik", W, W, semiring=name, format="sparse")
+    stored = sp.coo_array(got)
+    assert stored.nnz == np.count_nonzero(expected != ring.zero)
+    result = np.full(W.shape, ring.zero, dtype=stored.dtype)
+    result[stored.row, stored.col] = stored.data
+    np.testing.assert_array_equal(result, expected)
+    assert result.dtype == expected.dtype
+
+
+def test_dense_operands_are_read_as_they_are():
+    """An inf in a dense min-plus operand is an absent edge, a 0 a 0-weight edge."""
+    A = np.array([[0.0, np.inf], [2.0, 1.0]])
+    expected = np.min(A[:, :, None] + A[None], axis=1)
+    np.testing.assert_array_equal(se.einsum("ij,jk->ik", A, A, semiring="min_plus"), expected)
+
+
+def test_unknown_semiring_lists_the_known_ones():
+    with pytest.raises(DataError, match="unknown semiring 'tropical': use one of plus_times, "
+                                        "min_plus") as info:
+        se.einsum("ij,jk->ik", np.eye(2), np.eye(2), semiring="tropical")
+    assert "\n" not in str(info.value)
+
+
+def test_program_defaults_fill_outputs():
+    """`input A[i,j] default inf` in a program: the output comes back dense with inf where
+    it has no entry, or as scipy.sparse holding the entries other than inf."""
+    program = "input A[i,j] default inf\ninput x[j] default inf\ny[i] = min(A[i,j] + x[j])\n"
+    A = sp.csr_array(np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    A.eliminate_zeros()
+    x = np.array([np.inf, 0.0, 5.0])
+    dense = se.run(program, {"A": A, "x": x})["y"]
+    np.testing.assert_array_equal(dense, [3.0, np.inf, np.inf])
+    sparse = se.run(program, {"A": A, "x": x}, format="sparse")["y"]
+    assert sp.issparse(sparse) and sparse.nnz == 1
+
+
+def test_sum_over_a_finite_default_is_one_line_error():
+    program = "input A[i,j] default 2\ny[i] = A[i,j] * A[i,j]\n"
+    with pytest.raises(se.errors.ProgramError, match="a sum over absent entries of value 4.0"):
+        se.run(program, {"A": np.eye(3)})
+
+
+def test_shortest_paths_equal_dijkstra(backend):
+    graph = random_graph(60, 240, seed=5)
+    distances, steps = shortest_paths(graph, 0, backend=backend)
+    np.testing.assert_array_equal(distances, dijkstra(graph, indices=0))
+    assert steps > 2
+
+
+def test_scipy_step_is_a_min_plus_step():
+    graph = random_graph(50, 200, seed=2)
+    looped = with_loops(graph)
+    d = np.full(50, np.inf)
+    d[[0, 7]] = [0.0, 1.5]
+    np.testing.assert_array_equal(
+        scipy_step(d, sp.csc_array(looped)),
+        se.einsum("i,ij->j", d, looped, semiring="min_plus", format="dense"))
+
+
+def test_reachability_levels_equal_breadth_first_search():
+    graph = random_graph(80, 150, seed=4)
+    expected = shortest_path(graph, unweighted=True, indices=3)
+    expected = np.where(np.isinf(expected), -1, expected).astype(int)
+    np.testing.assert_array_equal(reachability_levels(graph, 3), expected)
+
+
+def test_viterbi_equals_numpy():
+    rng = np.random.default_rng(0)
+    transitions, emissions = rng.dirichlet(np.ones(5), 5), rng.dirichlet(np.ones(4), 5)
+    start = rng.dirichlet(np.ones(5))
+    observations = [int(o) for o in rng.integers(0, 4, 12)]
+    path, probability = viterbi(transitions, emissions, start, observations)
+    expected_path, expected_probability = numpy_viterbi(transitions, emissions, start,
+                                                        observations)
+    np.testing.assert_array_equal(path, expected_path)
+    assert probability == pytest.approx(expected_probability, rel=1e-12)
+
+
+def test_min_plus_on_spark(spark):
+    W = sp.random(8, 8, density=0.3, random_state=1, format="csr")
+    ring = SEMIRINGS["min_plus"]
+    got = se.einsum("ij,jk->ik", W, W, semiring="min_plus", backend=spark, format="dense")
+    np.testing.assert_array_equal(got, semiring_einsum("ij,jk->ik", [W, W], ring))
