@@ -113,16 +113,18 @@ def _decompose_default(tensor, tiling: Tiling, default: float) -> Blocks:
     if payload_size(tiling) > 1:
         raise ValueError(f"a tensor of default {default} is stored with scalar payloads only")
     if sp.issparse(tensor):
-        coo = sp.coo_array(tensor)
-        coo.sum_duplicates()
-        coords, values = coo.coords, coo.data
+        csr = canonical(tensor, "csr")
+        rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(csr.indptr))
+        coords, values = (rows, csr.indices), csr.data
     else:
         array = np.asarray(tensor)
         flat = np.flatnonzero(array != default)
         coords, values = np.unravel_index(flat, shape), array.reshape(-1)[flat]
-    kept = values != default
-    return Blocks([np.asarray(coords[a][kept], dtype=np.int64) for a in keyed_axes(tiling, shape)],
-                  values[kept])
+    kept = values != default              # stored entries that hold the default
+    if not kept.all():
+        coords, values = [c[kept] for c in coords], values[kept]
+    return Blocks([np.asarray(coords[a], dtype=np.int64) for a in keyed_axes(tiling, shape)],
+                  values)
 
 
 def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], tiling: Tiling,

@@ -49,8 +49,9 @@ class Summary:
     max_abs: float
 
 
-def summary(x: object) -> Summary:
-    """The summary of a NumPy array or a scipy.sparse matrix."""
+def summary(x: object, default: float = 0.0) -> Summary:
+    """The summary of a NumPy array or a scipy.sparse matrix (its values' finiteness and
+    bound over the entries other than `default`)."""
     if sp.issparse(x):
         if x.format not in ("csr", "csc"):
             x = x.tocsr()
@@ -67,6 +68,8 @@ def summary(x: object) -> Summary:
             distinct = tuple(np.count_nonzero(nonzero.any(
                 axis=tuple(a for a in range(values.ndim) if a != axis)))
                 for axis in range(values.ndim))
+    if default != 0:
+        values = values[values != default]
     return Summary(int(np.count_nonzero(values)), tuple(int(n) for n in distinct),
                    all_finite(values), max_abs(values))
 
@@ -165,7 +168,7 @@ class StatsCache:
         """The statistics of `x` (its entries other than `default`): kept ones while its
         summary is the one they were computed with (its values may have changed in
         place), else computed and kept."""
-        now = summary(x)
+        now = summary(x, default)
         key = id(x) if default == 0 else (id(x), default)
         with self._lock:
             found = self._entries.get(key)

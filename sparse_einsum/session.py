@@ -127,7 +127,9 @@ class Session:
                 isinstance(inp, ArrayInput) for inp in self.inputs.values())
             if reusable:
                 key = self._reuse_key(paths)
-                summaries = {name: summary(inp.value) for name, inp in self.inputs.items()}
+                decls = self.values.program.inputs
+                summaries = {name: summary(inp.value, decls[name].default if name in decls else 0)
+                             for name, inp in self.inputs.items()}
                 self._planned = PLANS.find(key, summaries)
             if self._planned is not None:
                 self.dag, self.fused = self._planned.dag, self._planned.fused
