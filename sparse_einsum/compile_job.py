@@ -190,7 +190,7 @@ def _number(x: float) -> str:
 
 
 def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[str]:
-    blocks = decompose(value, rel.tiling)
+    blocks = decompose(value, rel.tiling, default=decl.default)
     if len(blocks) > EMBED_LIMIT:
         raise DataError(f"input {decl.name} has {len(blocks)} non-zeros, more than the "
                         f"{EMBED_LIMIT} a job embeds: load it into a table and bind it with "

@@ -135,6 +135,10 @@ def differentiate(program: Program, loss: str, wrt: Iterable[str],
     if program.labels_of(loss):
         raise ProgramError(f"the loss {loss}[{','.join(program.labels_of(loss))}] must be a "
                            f"scalar: sum it, e.g. {loss}_total[] = sum({loss}[...])")
+    defaulted = [d for d in program.inputs.values() if d.default != 0]
+    if defaulted:
+        raise ProgramError(f"input {defaulted[0].name} has default {defaulted[0].default!r}: "
+                           "gradients take inputs whose absent entries are 0")
     stopped = set(constants)
     active = set(wrt) - stopped         # tensors that depend on a parameter
     for st in program.statements:
