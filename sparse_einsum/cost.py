@@ -179,9 +179,9 @@ class CostModel:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
         one-tuple operands bound once, and their results unless `kernel_summed`) above
         the memory cap, no payload longer than the SQL dialect's arrays hold (none at all
-        with `scalars_only`, nor where absent entries are not 0: `Vertex.defaults`), padded tiles only where padding stays zero (see
-        `pads_safely`), and, where aggregate states cannot spill, no more groups x state
-        size than the cap."""
+        with `scalars_only`, nor where absent entries are not 0: `Vertex.defaults`),
+        padded tiles only where padding stays zero (see `pads_safely`), and, where
+        aggregate states cannot spill, no more groups x state size than the cap."""
         found = self._fits.get((v.name, choice))
         if found is None:
             found = self._fits[(v.name, choice)] = self._fit(v, choice)
@@ -190,7 +190,7 @@ class CostModel:
     def _fit(self, v: Vertex, choice: Choice) -> bool:
         tilings = self._tilings(v, choice)
         if (self.scalars_only or v.defaults) and any(payload_axes(t) for t, _ in tilings):
-            return False         # payloads hold doubles / absent entries as 0 (no defaults)
+            return False         # payloads hold doubles, and absent entries as 0
         if choice.sparse and not (self.caps.sparse_payloads and all(
                 payload_axes(tilings[k][0]) for k in choice.sparse)):
             return False

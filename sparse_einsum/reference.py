@@ -90,9 +90,6 @@ def semiring_einsum(subscripts: str, operands: list[object], semiring: Semiring)
         dense = np.einsum(dense, [own.index(l) for l in term], list(range(len(own))))
         aligned = _align(dense, own, labels)
         value = aligned if value is None else semiring.numpy_product(value, aligned)
-    value = np.broadcast_to(value, [max(np.shape(x)[term.index(l)] if l in term else 1
-                                        for term, x in zip(terms.split(","), operands))
-                                    for l in labels])
     summed = tuple(k for k, l in enumerate(labels) if l not in output)
     if summed:
         value = semiring.numpy_sum.reduce(value, axis=summed)

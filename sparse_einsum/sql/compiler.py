@@ -27,7 +27,8 @@ class CompiledPlan:
     steps: list[Step]
     outputs: dict[str, TableRelation]
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
-    defaults: dict[str, float] = field(default_factory=dict)   # tensors whose absent entries are not 0
+    # the tensors whose absent entries are not 0, and their value (`Dag.defaults`)
+    defaults: dict[str, float] = field(default_factory=dict)
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -228,7 +229,8 @@ class Compiler:
         # a min or max over tuples that may be absent folds in their value (the vertex's
         # default) unless that changes nothing (inf for min)
         clip_op = AGGREGATES[v.agg].clip(v.default)
-        expected = 1 if (domain == "full" or clip_op is None) else prod(ranges[l] for l in agg_promoted)
+        expected = 1 if (domain == "full" or clip_op is None) else prod(
+            ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if fused:
             agg_value = fused[1]
@@ -245,12 +247,13 @@ class Compiler:
 
     def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
         """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
-        operand gives zero), ``union`` (every key of the operands listed, crossed with the
-        other labels' ranges: where the result can be non-zero) or ``full`` (every key)."""
+        operand gives zero, or an absent one the result's default), ``union`` (every key
+        of the operands listed, crossed with the other labels' ranges: where the result
+        can differ from its default) or ``full`` (every key)."""
         if v.annihilates:
             wild = [k for k, o in enumerate(v.operands) if o.tensor in self.nonfinite]
             return ("union", wild) if wild and v.is_binary else ("join", [])
-        if v.defaults:     # the result differs from its default only where an absorbing operand is present
+        if v.defaults:       # only where an operand that decides the result is present
             if v.agg == "sum" and v.agg_labels and v.default != 0:
                 return "full", []          # a sum of infinite defaults: every term counts
             absorbing = [k for k in range(len(v.operands)) if absorbs(v.op, v.defaults, k)]
