@@ -18,7 +18,7 @@ import opt_einsum
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
 from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs,
-                    fold, product_factors)
+                    fold, nodes, product_factors)
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -60,22 +60,23 @@ def dense_path(dag: Dag, operands: list[Operand], target: tuple[str, ...],
 
 
 def contraction(operands: list[Operand], path: ContractionPath, target: tuple[str, ...],
-                const: float, name: str | None, fresh: Callable[[], str], line: int = 0
-                ) -> Iterator[Vertex]:
+                const: float, name: str | None, fresh: Callable[[], str], line: int = 0,
+                op: str = "mul", agg: str = "sum") -> Iterator[Vertex]:
     """The vertices of a product of `operands` along `path`, summed onto `target` and
     times `const`: each step keeps the labels later operands or the target need (sums
-    pushed down); the last vertex is `name` (None: named like the others, by `fresh()`)."""
+    pushed down); the last vertex is `name` (None: named like the others, by `fresh()`).
+    With `op` "add" and `agg` min or max, a min-plus or max-plus product (const 1)."""
     operands = list(operands)
     for step, (i, j) in enumerate(sorted(pair) for pair in path):
         right, left = operands.pop(j), operands.pop(i)
         last = step == len(path) - 1
         if last and const == 1.0:
-            yield Vertex(name or fresh(), target, "mul", "sum", (left, right), line)
+            yield Vertex(name or fresh(), target, op, agg, (left, right), line)
             return
         needed = set(target).union(*(o.labels for o in operands))
         labels = target if last else tuple(
             l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
-        vertex = Vertex(fresh(), labels, "mul", "sum", (left, right), line)
+        vertex = Vertex(fresh(), labels, op, agg, (left, right), line)
         operands.append(Operand(vertex.name, vertex.labels))
         yield vertex
     yield Vertex(name or fresh(), target, with_constant("mulc", const), "sum", (operands[0],),
@@ -115,6 +116,9 @@ class _Lowerer:
             refs, const = factors
             if len(refs) >= 3 or (len(refs) == 2 and const == 1.0):
                 return self._contract(refs, const, target)
+        refs = _added_refs(expr) if target.agg in ("min", "max") else None
+        if refs is not None and len(refs) >= 3:     # min and max distribute over +
+            return self._contract(refs, 1.0, target, "add")
         operand = self._lower(expr, target)
         if isinstance(operand, _Root):
             return operand.operand
@@ -204,14 +208,15 @@ class _Lowerer:
         return self.dag.add(vertex, tuple(self.sizes[l] for l in vertex.labels))
 
     # -- products: contraction path ----------------------------------------
-    def _contract(self, refs: list[Ref], const: float, target: _Target) -> Operand:
+    def _contract(self, refs: list[Ref], const: float, target: _Target, op: str = "mul"
+                  ) -> Operand:
         operands = [Operand(r.name, r.labels) for r in refs]
         path = self.choose_path(self.dag, operands, target.labels, const) \
             if len(operands) > 2 else [(0, 1)]
         name = self.st.out if target.final else None
         added: dict[str, Operand] = {}     # a step's name -> its tensor (or the DAG's same one)
         for vertex in contraction(operands, path, target.labels, const, name, self._fresh,
-                                  self.st.line):
+                                  self.st.line, op, target.agg):
             vertex = replace(vertex, operands=tuple(added.get(o.tensor, o)
                                                     for o in vertex.operands))
             result = added[vertex.name] = self._add(vertex)
@@ -222,6 +227,17 @@ class _Lowerer:
 class _Root:
     """The target's vertex, emitted by the lowering of an expression's root."""
     operand: Operand
+
+
+def _added_refs(expr: Expr) -> list[Ref] | None:
+    """The references of a sum of references (a min-plus product), else None."""
+    refs = []
+    for node in nodes(expr):
+        if isinstance(node, Ref):
+            refs.append(node)
+        elif not (isinstance(node, Binary) and node.op == "+"):
+            return None
+    return refs
 
 
 def _signed_terms(expr: Expr) -> list[tuple[int, Expr]]:
