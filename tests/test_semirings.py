@@ -190,8 +190,9 @@ def test_viterbi_equals_numpy():
     assert probability == pytest.approx(expected_probability, rel=1e-12)
 
 
-def test_min_plus_on_spark(spark):
+def test_semirings_on_spark(spark):
     W = sp.random(8, 8, density=0.3, random_state=1, format="csr")
-    ring = SEMIRINGS["min_plus"]
-    got = se.einsum("ij,jk->ik", W, W, semiring="min_plus", backend=spark, format="dense")
-    np.testing.assert_array_equal(got, semiring_einsum("ij,jk->ik", [W, W], ring))
+    for name, ring in SEMIRINGS.items():
+        got = se.einsum("ij,jk->ik", W, W, semiring=name, backend=spark, format="dense")
+        _assert_equal(got, semiring_einsum("ij,jk->ik", [W, W], ring), name)
+        assert got.dtype == (bool if ring.boolean else np.float64)
