@@ -8,6 +8,7 @@ that a step keeps the distances it had; an absent edge, like an unreached node, 
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -34,19 +35,20 @@ def with_loops(graph: sp.sparray) -> sp.csr_array:
 
 
 def shortest_paths(graph: sp.sparray, source: int, *, backend: object = "duckdb",
-                   on_step: Callable[[int, float], None] | None = None) -> tuple[np.ndarray, int]:
+                   on_step: Callable[[np.ndarray, np.ndarray, float], None] | None = None,
+                   **options) -> tuple[np.ndarray, int]:
     """Distances from `source` (inf where unreachable) by min-plus steps in SQL until
-    nothing changes, and the number of steps; `on_step(step, seconds)` after each."""
-    import time
+    nothing changes, and the number of steps; `on_step(before, after, seconds)` after
+    each step."""
     looped = with_loops(graph)
     distances = np.full(graph.shape[0], np.inf)
     distances[source] = 0.0
-    with se.prepare(STEP, {"D": distances, "W": looped}, backend=backend) as step:
+    with se.prepare(STEP, {"D": distances, "W": looped}, backend=backend, **options) as step:
         for count in range(1, graph.shape[0] + 1):
             start = time.perf_counter()
             new = step({"D": distances, "W": looped})["N"]
             if on_step:
-                on_step(count, time.perf_counter() - start)
+                on_step(distances, new, time.perf_counter() - start)
             if np.array_equal(new, distances):
                 return distances, count
             distances = new
