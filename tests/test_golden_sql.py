@@ -59,6 +59,7 @@ CASES = {
     "matmul_sparse": (MATMUL, {"C": "~0 Ijk"}),              # A's rows loaded sparse
     "chain_stack": (CHAIN, {"T": "IJK", "S": "Ij"}),         # T's j stacked into arrays
     "chain_explode": (CHAIN, {"T": "ijk", "S": "IJ"}),       # T's arrays exploded
+    "chain_split": (CHAIN, {"T": "ijk", "S": "Ij"}),         # T's arrays split into rows
     "chain_packed": (CHAIN, {"T": "IJK", "S": "~0 Ij"}),     # T's j stacked sparse
     "chain_sparsify": (CHAIN, {"T": "Ijk", "S": "~0 Ij"}),   # T's rows made sparse
     "non_annihilating": (NON_ANNIHILATING, {"S": "Ij", "M": "Ij", "T": "i", "P": "i"}),

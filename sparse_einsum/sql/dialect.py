@@ -38,6 +38,11 @@ class OrZero(str):
         return sql
 
 
+class Computed(str):
+    """SQL computing a value from a row's columns (a function of them, not a column), which
+    a dialect may compute once in a subquery."""
+
+
 class WeightedSum(NamedTuple):
     """A sum of kernel results that the engine computes without forming them: the
     columns to select per tuple, and the aggregate over them. `scales_val`: the form
