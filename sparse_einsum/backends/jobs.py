@@ -19,7 +19,7 @@ class JobDialect:
     dialect: type[Dialect]
     shell: str                          # named in the header: the engine and its client
     run: tuple[str, ...]                # the header's run instructions ({extension}: its path)
-    template: str                       # the wrapper; its hole ``body``: the transaction's
+    template: str                       # its wrapper (hole ``body``: the job's statements)
     options: tuple[str, ...]            # the compile options (JOB_OPTIONS) it takes
     extension: bool = False             # LOADs the sparse_einsum DuckDB extension
     checks: bool = False                # checks the kernels' version and the client first

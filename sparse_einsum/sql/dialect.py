@@ -28,13 +28,12 @@ def scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
 
 class OrZero(str):
     """SQL of an operand's value where tuples may be absent: ``coalesce(value, zero)``,
-    keeping both parts for a dialect that indexes into the value."""
+    keeping `value` for a dialect that indexes into it."""
     value: str
-    zero: str
 
     def __new__(cls, value: str, zero: str) -> "OrZero":
         sql = super().__new__(cls, f"coalesce({value}, {zero})")
-        sql.value, sql.zero = value, zero
+        sql.value = value
         return sql
 
 

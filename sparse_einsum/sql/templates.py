@@ -46,16 +46,16 @@ def template(name: str) -> tuple[str, dict[str, str]]:
     return text, holes
 
 
-def render(name: str, quote: str = '"', **values: str | int | float) -> str:
+def render(name: str, quote: str = '"', **values: str | int | float) -> SQL:
     """Template `name` with its holes filled by `values`; identifiers are quoted with
     `quote` (doubled inside)."""
     text, holes = template(name)
-    for hole in holes.keys() - values.keys():
-        raise ValueError(f"sql template {name}: no value for hole {hole!r}")
-    for hole in values.keys() - holes.keys():
-        raise ValueError(f"sql template {name}: no hole {hole!r}")
-    filled = {hole: _filled(name, hole, holes[hole], value, quote) for hole, value in values.items()}
-    return text.format_map(filled).strip()
+    if missing := sorted(holes.keys() - values.keys()):
+        raise ValueError(f"sql template {name}: no value for hole {missing[0]!r}")
+    if extra := sorted(values.keys() - holes.keys()):
+        raise ValueError(f"sql template {name}: no hole {extra[0]!r}")
+    return SQL(text.format_map({hole: _filled(name, hole, holes[hole], value, quote)
+                                for hole, value in values.items()}).strip())
 
 
 def _filled(name: str, hole: str, kind: str, value, quote: str) -> "_Hole":
