@@ -2,7 +2,8 @@
 
 A wheel (``python -m build``, ``pip install .``) carries the kernel sources as package
 data (``sparse_einsum/udf_kernels``: ``sparse-einsum install-kernels`` builds the
-PostgreSQL kernels from them on the server's machine) and the DuckDB extension compiled
+PostgreSQL kernels from them on the server's machine), the SQL templates
+(``sparse_einsum/sql_templates``) and the DuckDB extension compiled
 against PyPI's scipy-openblas32 (``sparse_einsum/native``), which makes it a platform
 wheel; DuckDB's C API headers come from the duckdb source distribution on PyPI for that
 build. An editable install only fetches the headers: the extension is built on first use
@@ -44,6 +45,7 @@ class BuildPyWithKernels(build_py):
                 shutil.copytree(ROOT / "udf_kernels" / name, package / "udf_kernels" / name,
                                 dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("*.o", "*.so", "*.bc"))
+            shutil.copytree(ROOT / "sql_templates", package / "sql_templates", dirs_exist_ok=True)
         try:
             extension = _extension_module()
             extension.fetch_headers()

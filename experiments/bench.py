@@ -59,10 +59,8 @@ printed and written to the .txt file.
 from __future__ import annotations
 
 import argparse
-import csv
 import gc
 import os
-import platform
 import re
 import statistics
 import sys
@@ -83,8 +81,8 @@ from sparse_einsum.optimizer.strategies import candidate_plans
 from sparse_einsum.plan import Plan
 from sparse_einsum.program.parser import load_program
 
-from .common import (FOLDABLE, add_output_arguments, code_version, command_line,
-                     output_dirs)
+from . import harness
+from .common import FOLDABLE, add_output_arguments, output_dirs
 from .workloads import PROGRAMS, dense, workload as graph_workload
 
 WORKLOADS = ("gcn2", "gcn_layer", "sparse_attention", "dense_attention", "chain3", "quantum")
@@ -486,14 +484,6 @@ def torch_methods(w: Workload) -> dict[str, tuple]:
     return {}
 
 
-def torch_version() -> str | None:
-    try:
-        import torch
-        return f"{torch.__version__} ({torch.get_num_threads()} threads)"
-    except ImportError:
-        return None
-
-
 # --------------------------------------------------------------------- the harness
 def _plan_key(plan) -> tuple:
     return tuple(sorted(plan.choices.items()))
@@ -763,17 +753,16 @@ def format_table(rows: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def write_csv(path: Path, w: Workload, backend: str, rows: list[Result]) -> None:
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(["workload", "dataset", "backend", "method", "status", "est_cost",
-                      "median_s", "ratio_to_optimal", "load_s", "wall_s", "runs_s",
-                      "peak_rss_mb", "rss_growth_mb", "duckdb_peak_mb", "duckdb_spill_mb",
-                      "opt_s", "max_abs_diff", "note"])
-        for r, b in zip(rows, table_rows(rows)):
-            out.writerow([w.name, w.dataset, backend, r.method, r.status, b[2], b[3], b[4], b[5],
-                          b[6], " ".join(f"{t:.4f}" for t in r.times), b[7], b[8], b[9], b[10],
-                          b[11], b[12], r.note])
+def write_csv(path: Path, w: Workload, backend: str, rows: list[Result],
+              provenance: harness.Provenance) -> None:
+    columns = ("status", "est_cost", "median_s", "ratio_to_optimal", "load_s", "wall_s")
+    memory = ("peak_rss_mb", "rss_growth_mb", "duckdb_peak_mb", "duckdb_spill_mb", "opt_s",
+              "max_abs_diff")
+    harness.write_csv(path, [
+        {"workload": w.name, "dataset": w.dataset, "backend": backend, "method": r.method,
+         **dict(zip(columns, b[1:7])), "runs_s": " ".join(f"{t:.4f}" for t in r.times),
+         **dict(zip(memory, b[7:13])), "note": r.note}
+        for r, b in zip(rows, table_rows(rows))], provenance)
 
 
 def write_chart(path: Path, title: str, rows: list[Result], timeout: float | None = None) -> None:
@@ -871,11 +860,8 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     timeout = args.timeout or (60.0 if args.quick else 300.0)
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
-    command = command_line("bench", argv)
-    header = (f"command: {command}\ncode: {code_version()}\nmachine: {os.cpu_count()} cores, "
-              f"{_available_memory() / 2 ** 30:.0f} GiB, {platform.platform()}; "
-              f"python {platform.python_version()}, numpy {np.__version__}, "
-              f"torch {torch_version() or 'not installed'}")
+    provenance = harness.Provenance("bench", argv)
+    header = provenance.header()
     print(header, flush=True)
 
     def log(msg: str) -> None:
@@ -916,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in rows if r.kind == "sql" and r.steps and not r.note.startswith("same plan"))
             log("\n" + title + "\n" + table + "\n" + summary)
             stem = f"bench_{w.name}_{w.dataset}_{db.name}"
-            write_csv(tables_dir / f"{stem}.csv", w, db.name, rows)
+            write_csv(tables_dir / f"{stem}.csv", w, db.name, rows, provenance)
             (generated_dir / f"{stem}.txt").write_text(text)
             write_chart(generated_dir / f"{stem}.png", title, rows, timeout)
             log(f"wrote {tables_dir / stem}.csv, {generated_dir / stem}.txt, .png")

@@ -51,7 +51,8 @@ from sparse_einsum.backends.pg_cluster import pg_server
 from sparse_einsum.blocks import compose, decompose
 from sparse_einsum.sql.steps import TableRelation
 
-from .common import Report, add_output_arguments, code_version, command_line, output_dirs
+from . import harness
+from .common import Report, add_output_arguments, output_dirs
 from .workloads import workload
 
 CASES = ("grouped-sum", "spmm", "einsum-call", "matvec", "gemm", "wq")
@@ -59,23 +60,10 @@ ENGINES = ("duckdb", "postgres")
 
 
 def side_by_side(methods: dict[str, Callable[[], object]], repeats: int, baseline: str,
-                 say: Report, title: str) -> dict[str, float]:
-    """Run every method once to warm up, then `repeats` rounds in turn; print medians and
-    ratios to the baseline."""
-    for fn in methods.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, fn in methods.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    med = {name: statistics.median(t) for name, t in times.items()}
-    say(f"\n{title} (median of {repeats})")
-    for name, seconds in med.items():
-        ratio = seconds / med[baseline]
-        say(f"  {name:<58} {seconds:8.3f} s  {ratio:6.2f}x {baseline.split(':')[0]}")
-    return med
+                 say: Report, title: str) -> None:
+    """Time `methods` in turn (`harness.side_by_side`); print and keep medians and ratios
+    to the baseline."""
+    say.timings(title, harness.side_by_side(methods, repeats), baseline)
 
 
 def list_array(values: np.ndarray) -> pa.Array:
@@ -325,9 +313,8 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(cases) - set(CASES) | engines - set(ENGINES)
     if unknown:
         ap.error(f"unknown cases or engines {', '.join(sorted(unknown))}")
-    say = Report()
-    say(f"{command_line('bench_native', argv)}")
-    say(f"code: {code_version()}")
+    say, provenance = Report(), harness.Provenance("bench_native", argv)
+    say(provenance.header())
     with contextlib.ExitStack() as stack:
         pg = args.dsn
         if "postgres" not in engines:
@@ -339,10 +326,11 @@ def main(argv: list[str] | None = None) -> None:
             install_kernels(pg)
         for case in cases:
             RUNNERS[case](repeats=args.repeats, say=say, pg=pg, engines=engines)
-    _, generated = output_dirs(args.out, args.publish)
+    tables, generated = output_dirs(args.out, args.publish)
     log = generated / "bench_native.txt"
     log.write_text("\n".join(say.lines) + "\n")
-    print(f"\nwritten to {log}")
+    harness.write_csv(tables / "bench_native.csv", say.rows, provenance)
+    print(f"\nwritten to {log} and {tables / 'bench_native.csv'}")
 
 
 if __name__ == "__main__":

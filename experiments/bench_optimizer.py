@@ -22,9 +22,9 @@ The printed report is also written to ``bench_optimizer_<dataset>_<backend>.txt`
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
-import time
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -33,7 +33,8 @@ from sparse_einsum import Session
 from sparse_einsum.backends import open_backend
 from sparse_einsum.optimizer.strategies import candidate_plans
 
-from .common import Report, add_output_arguments, command_line, output_dirs
+from . import harness
+from .common import Report, add_output_arguments, output_dirs
 from .workloads import workload
 
 PROGRAMS = ("gcn_layer", "sparse_attention", "chain3")
@@ -52,22 +53,20 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report)
                 continue
             plans.append(p)
             names[p.name] = " = ".join([p.name, *p.aliases])
-        times = {p.name: [] for p in plans}
         loads = {p.name: [] for p in plans}
-        reference = None
-        # round-robin over the plans, so that drifting machine load hits each plan alike
-        for _ in range(repeats):
-            for plan in plans:
-                start = time.perf_counter()
-                run = session.run(plan)
-                times[plan.name].append(time.perf_counter() - start)
-                loads[plan.name].append(run.seconds() - run.seconds(loads=False))
-                out = run.outputs[session.dag.outputs[0]]
-                if reference is None:
-                    reference = out
-                np.testing.assert_allclose(out, reference, rtol=1e-8, atol=1e-8)
-    rows = [(names[p.name], p.cost, statistics.median(times[p.name]),
-             statistics.median(loads[p.name]), noise(times[p.name])) for p in plans]
+        reference = []
+
+        def check(name: str, run) -> None:
+            loads[name].append(run.seconds() - run.seconds(loads=False))
+            out = run.outputs[session.dag.outputs[0]]
+            reference[:] = reference or [out]
+            np.testing.assert_allclose(out, reference[0], rtol=1e-8, atol=1e-8)
+
+        timings = harness.side_by_side({p.name: functools.partial(session.run, p) for p in plans},
+                                       repeats, check=check)
+    say.rows += timings.rows(None, case="plans", program=program, dataset=dataset)
+    rows = [(names[p.name], p.cost, timings.median(p.name), statistics.median(loads[p.name]),
+             timings.noise(p.name)) for p in plans]
     say(f"  {'plan':<32} {'est. cost':>10} {'measured s':>11} {'of it load':>10} {'noise s':>8}")
     for name, cost, seconds, load, spread in rows:
         say(f"  {name:<32} {cost:>10.3f} {seconds:>11.3f} {load:>10.3f} {spread:>8.3f}")
@@ -88,13 +87,6 @@ def measure(program: str, dataset: str, d_k: int, repeats: int, db, say: Report)
     say(f"  the same time within noise: {', '.join(ties) or 'none'}")
     return {"program": program, "rho": rho, "rho_ties": rho_ties, "first_is_fastest": fastest == 0,
             "first_ties_fastest": same[0][fastest]}
-
-
-def noise(seconds: list[float]) -> float:
-    """Run-to-run noise of one plan's time: the standard deviation estimated robustly
-    from the median absolute deviation (1.4826 MAD)."""
-    middle = statistics.median(seconds)
-    return 1.4826 * statistics.median(abs(s - middle) for s in seconds)
 
 
 def same_time(a: tuple, b: tuple, repeats: int) -> bool:
@@ -124,13 +116,13 @@ def timing(dataset: str, d_k: int, repeats: int, db, say: Report) -> None:
         f"(median of {repeats})")
     for program in PROGRAMS:
         path, data = workload(program, dataset, d_k=d_k)
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
+
+        def plan_top3():
             with Session(path, data, backend=db) as session:
                 session.plans("rank:1", 3)
-            seconds.append(time.perf_counter() - start)
-        say(f"  {program:<18} {statistics.median(seconds):.3f} s")
+        timings = harness.side_by_side({program: plan_top3}, repeats)
+        say(f"  {program:<18} {timings.median(program):.3f} s")
+        say.rows += timings.rows(None, case="optimisation", program=program, dataset=dataset)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="graph of the optimisation timing ('' to skip it)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    _, generated_dir = output_dirs(args.out, args.publish)
-    say = Report()
-    say(f"# {command_line('bench_optimizer', argv)}")
+    tables, generated_dir = output_dirs(args.out, args.publish)
+    say, provenance = Report(), harness.Provenance("bench_optimizer", argv)
+    say(provenance.header())
     db, _ = open_backend(args.backend, dsn=args.dsn)
     with db:
         results = [measure(p, args.dataset, args.d_k, args.repeats, db, say)
@@ -164,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
             timing(args.timing_dataset, 1024, args.repeats, db, say)
     path = generated_dir / f"bench_optimizer_{args.dataset}_{db.name}.txt"
     path.write_text("\n".join(say.lines) + "\n")
-    print(f"\nwrote {path}")
+    table = tables / f"bench_optimizer_{args.dataset}_{db.name}.csv"
+    harness.write_csv(table, say.rows, provenance)
+    print(f"\nwrote {path} and {table}")
     return 0
 
 

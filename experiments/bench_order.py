@@ -3,6 +3,7 @@ decompositions, on products of a power-law graph and dense features.
 
     python -m experiments.bench_order [--dataset cora] [--width 64] [--repeats 3]
                                       [--backend duckdb|postgres] [--dsn DSN]
+                                      [--out FILE.csv]
 
 For each product of 4-6 tensors, the session's optimal plan with the cost model's order
 (`paths="cost"`) and with opt_einsum's (`paths="opt_einsum"`) run alternately; prints
@@ -13,13 +14,15 @@ checked against NumPy.
 from __future__ import annotations
 
 import argparse
-import statistics
+import functools
 import time
 
 import numpy as np
 
 from experiments.datasets import make_graph
 from sparse_einsum.api import einsum_session
+
+from . import harness
 
 # (subscripts, operands by letter: A the graph, X features n x w, W weights w x w)
 PRODUCTS = [
@@ -51,7 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--backend", default="duckdb")
     ap.add_argument("--dsn")
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
+    provenance, rows = harness.Provenance("bench_order", argv), []
     options = {"dsn": args.dsn} if args.dsn else {}
     rng = np.random.default_rng(0)
     graph = make_graph(args.dataset)
@@ -67,14 +72,16 @@ def main(argv: list[str] | None = None) -> None:
                                           **options)
                     for paths in ("cost", "opt_einsum")}
         plans = {paths: s.plan("optimal") for paths, s in sessions.items()}
-        times: dict[str, list[float]] = {paths: [] for paths in sessions}
-        for _ in range(args.repeats):
-            for paths, session in sessions.items():
-                start = time.perf_counter()
-                out = session.run(plans[paths]).outputs["OUT"]
-                times[paths].append(time.perf_counter() - start)
-                np.testing.assert_allclose(out, expected, rtol=1e-7, atol=1e-7)
-        med = {paths: statistics.median(t) for paths, t in times.items()}
+
+        def check(paths: str, out) -> None:
+            np.testing.assert_allclose(out, expected, rtol=1e-7, atol=1e-7)
+
+        timings = harness.side_by_side(
+            {paths: functools.partial(lambda s, p: s.run(p).outputs["OUT"], s, plans[paths])
+             for paths, s in sessions.items()}, args.repeats, check=check)
+        med = {paths: timings.median(paths) for paths in sessions}
+        rows += timings.rows("opt_einsum", product=f"{subscripts} {letters}",
+                             dataset=args.dataset, backend=args.backend)
         same = len({plans[p].describe(s.dag)
                     for p, s in sessions.items()}) == 1
         for paths, session in sessions.items():
@@ -92,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         s.plan("optimal")
         print(f"10 tensors {subscripts} ({letters}): order {order:.3f} s, session and plan "
               f"{time.perf_counter() - start:.3f} s wall, {time.process_time() - cpu:.3f} s CPU")
+    if args.out:
+        harness.write_csv(args.out, rows, provenance)
 
 
 def _dialect(backend: str):

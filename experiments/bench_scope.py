@@ -2,15 +2,14 @@
 after a kill), TEMP tables, or UNLOGGED tables inside a transaction (the product's way).
 
     python -m experiments.bench_scope --dsn DSN [--nnz 1000000] [--rows 100000] [--repeats 3]
+                                          [--out FILE.csv]
 
 Runs SpMM and a row sum, Z[i] = sum_f (A[i,j] * H[j,f]), under the optimal plan, the three
-ways alternately, and prints each one's run times, median and ratio to the transaction.
+ways alternately, and prints each one's median run time, noise and ratio to the transaction.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from contextlib import nullcontext
 
 import numpy as np
@@ -19,6 +18,8 @@ import scipy.sparse as sp
 from sparse_einsum.backends.postgres import PostgresBackend
 from sparse_einsum.session import Session
 from sparse_einsum.sql.postgres import PostgresDialect
+
+from . import harness
 
 PROGRAM = "input A[i,j]\ninput H[j,f]\nY[i,f] = A[i,j] * H[j,f]\nZ[i] = sum(Y[i,f])\noutput Z"
 
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nnz", type=int, default=1_000_000)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
+    provenance = harness.Provenance("bench_scope", argv)
     rng = np.random.default_rng(0)
     n = args.rows
     a = sp.coo_matrix((rng.random(args.nnz), (rng.integers(0, n, args.nnz),
@@ -40,29 +43,35 @@ def main(argv: list[str] | None = None) -> None:
     ways = {"unlogged, autocommit": ("UNLOGGED TABLE", False),
             "temp tables": ("TEMP TABLE", False),
             "unlogged in a transaction": ("UNLOGGED TABLE", True)}
-    times: dict[str, list[float]] = {way: [] for way in ways}
     kind = PostgresDialect.table_kind
     db = PostgresBackend(args.dsn)
+
+    def run_as(table_kind: str, transaction: bool):
+        def run():
+            PostgresDialect.table_kind = table_kind
+            db.scope = db.conn.transaction if transaction else nullcontext   # the session's
+            with Session(PROGRAM, {"A": a, "H": h}, backend=db) as session:
+                plan = session.plan("optimal")
+                return harness.timed(lambda: session.run(plan).outputs["Z"])
+        return run
+
+    seconds: dict[str, list[float]] = {way: [] for way in ways}
+
+    def check(way: str, result) -> None:
+        seconds[way].append(result[0])
+        np.testing.assert_allclose(result[1], expected, rtol=1e-9)
+
     try:
-        for _ in range(args.repeats):
-            for way, (table_kind, transaction) in ways.items():
-                PostgresDialect.table_kind = table_kind
-                db.scope = db.conn.transaction if transaction else nullcontext   # the session's
-                with Session(PROGRAM, {"A": a, "H": h}, backend=db) as session:
-                    plan = session.plan("optimal")
-                    start = time.perf_counter()
-                    out = session.run(plan).outputs["Z"]
-                    times[way].append(time.perf_counter() - start)
-                np.testing.assert_allclose(out, expected, rtol=1e-9)
+        harness.side_by_side({way: run_as(*how) for way, how in ways.items()}, args.repeats,
+                             warmup=0, check=check)
     finally:
         PostgresDialect.table_kind = kind
         db.close()
-    base = statistics.median(times["unlogged in a transaction"])
-    for way, seconds in times.items():
-        median = statistics.median(seconds)
-        print(f"{way:<28} {' '.join(f'{s:.2f}' for s in seconds)}  median {median:.2f} s "
-              f"({median / base:.2f}x)")
-
+    timings = harness.Timings(seconds)      # the runs alone, without planning
+    print("\n".join(timings.lines("unlogged in a transaction")))
+    if args.out:
+        harness.write_csv(args.out, timings.rows("unlogged in a transaction", nnz=args.nnz,
+                                                 rows=args.rows), provenance)
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 
     python -m experiments.bench_sddmm [--rows 10000] [--nnz 100000] [--width 64]
                                       [--backend duckdb|postgres] [--dsn DSN] [--repeats 5]
+                                      [--out FILE.csv]
 
 The einsum call ``se.einsum("ik,ij,jk->ij", X, M, Y, format="sparse")`` is timed whole
 (session, statistics, contraction order, plan, loads, SQL, sparse result), alternating
@@ -13,14 +14,14 @@ checked against scipy's.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
+
+from . import harness
 
 
 def scipy_sddmm(x: np.ndarray, m: sp.csr_array, y: np.ndarray) -> sp.csr_array:
@@ -39,8 +40,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backend", default="duckdb")
     ap.add_argument("--dsn")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
     options = {"dsn": args.dsn} if args.dsn else {}
+    provenance = harness.Provenance("bench_sddmm", argv)
 
     rng = np.random.default_rng(0)
     n, k = args.rows, args.width
@@ -57,27 +60,24 @@ def main(argv: list[str] | None = None) -> None:
         print(f"order chosen in {session.timings['order_seconds']:.3f} s; largest estimated "
               f"intermediate {largest:,.0f} non-zeros (mask x k = {m.nnz * k:,})")
 
-    times: dict[str, list[float]] = {"scipy (gather, dot)": [], "se.einsum": []}
-    expected = scipy_sddmm(x, m, y)
-    se.einsum("ik,ij,jk->ij", x, m, y, format="sparse", backend=args.backend, **options)
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        expected = scipy_sddmm(x, m, y)
-        times["scipy (gather, dot)"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        result = se.einsum("ik,ij,jk->ij", x, m, y, format="sparse", backend=args.backend,
-                           **options)
-        times["se.einsum"].append(time.perf_counter() - start)
+    def check(name: str, result) -> None:
         np.testing.assert_allclose(result.toarray() if n <= 4000 else result.data,
                                    expected.toarray() if n <= 4000 else expected.data,
                                    rtol=1e-9, atol=1e-9)
 
-    med = {label: statistics.median(t) for label, t in times.items()}
+    expected = scipy_sddmm(x, m, y)
+    baseline = "scipy (gather, dot)"
+    timings = harness.side_by_side(
+        {baseline: lambda: scipy_sddmm(x, m, y),
+         "se.einsum": lambda: se.einsum("ik,ij,jk->ij", x, m, y, format="sparse",
+                                        backend=args.backend, **options)},
+        args.repeats, check=check)
     print(f"SDDMM on {args.backend}: {n:,} x {n:,} mask with {m.nnz:,} non-zeros, k = {k}; "
           f"median of {args.repeats}, whole calls")
-    for label, seconds in med.items():
-        print(f"  {label:<22} {seconds:8.3f} s  ({seconds / med['scipy (gather, dot)']:.1f}x scipy)")
-
+    print("\n".join(timings.lines(baseline)))
+    if args.out:
+        harness.write_csv(args.out, timings.rows(baseline, backend=args.backend, rows=n,
+                                                 nnz=m.nnz, width=k), provenance)
 
 if __name__ == "__main__":
     main()

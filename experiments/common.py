@@ -17,14 +17,24 @@ FOLDABLE = ("greedy", "relational", "dense")
 
 
 class Report:
-    """Prints each line and keeps it for the log file."""
+    """Prints each line and keeps it for the log file; keeps the CSV rows of the timings
+    it reports (`harness.Timings`)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.rows: list[dict[str, object]] = []
 
     def __call__(self, line: str = "") -> None:
         print(line, flush=True)
         self.lines.append(line)
+
+    def timings(self, title: str, timings, baseline: str | None = None, **fields) -> None:
+        """Print `timings` under `title` and keep their rows (`fields` added to each)."""
+        runs = len(next(iter(timings.samples.values()), []))
+        self(f"\n{title} (median of {runs})")
+        for line in timings.lines(baseline):
+            self(line)
+        self.rows += timings.rows(baseline, case=title, **fields)
 
 
 def add_output_arguments(ap: argparse.ArgumentParser) -> None:

@@ -44,11 +44,9 @@ git ignores, or with ``--publish`` next to the CSV.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import json
 import os
-import platform
 import re
 import resource
 import subprocess
@@ -56,7 +54,8 @@ import sys
 import tempfile
 import time
 
-from .common import ROOT, add_output_arguments, code_version, command_line, output_dirs
+from . import harness
+from .common import ROOT, add_output_arguments, output_dirs
 
 DESCRIPTIONS = {
     "sql": "sparse-einsum optimal plan on DuckDB (memory_limit, spilling to temp_directory)",
@@ -304,9 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     if own_tmp:
         args.temp_directory = os.path.join(tmp, "duckdb_spill")
     args.temp_directory = os.path.abspath(args.temp_directory)   # the children run in ROOT
-    command = command_line("out_of_core", argv)
-    lines = [f"command: {command}", f"code: {code_version()}",
-             f"machine: {os.cpu_count()} cores, {platform.platform()}, python {platform.python_version()}",
+    provenance = harness.Provenance("out_of_core", argv)
+    lines = [provenance.header(),
              f"{args.workload} on {args.dataset}, hidden {args.hidden}; memory limit {args.memory_limit} "
              f"(DuckDB memory_limit; for the libraries RLIMIT_AS = address space after loading "
              f"the inputs + {args.memory_limit}); DuckDB temp_directory {args.temp_directory}"]
@@ -361,10 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
     stem = f"out_of_core_{args.workload}_{args.dataset}_h{args.hidden}"
     (generated_dir / f"{stem}.txt").write_text(text + "\n")
-    with open(tables_dir / f"{stem}.csv", "w", newline="") as fh:
-        wr = csv.writer(fh)
-        wr.writerow([h.replace(" ", "_").replace("|", "") for h in header])
-        wr.writerows(rows)
+    columns = [h.replace(" ", "_").replace("|", "") for h in header]
+    harness.write_csv(tables_dir / f"{stem}.csv", [dict(zip(columns, row)) for row in rows],
+                      provenance)
     print(f"wrote {generated_dir / stem}.txt, {tables_dir / stem}.csv")
     for r in reports:
         if r.get("result_file") and os.path.exists(r["result_file"]):

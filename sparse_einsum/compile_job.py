@@ -33,6 +33,7 @@ from .sql.duckdb import file_scan
 from .sql.pretty import pretty
 from .sql.sources import checked_import_sql, checked_table_sql
 from .sql.steps import TableRelation
+from .sql.templates import SQL, render
 
 PREFIX = "se_job"               # intermediates: se_job_in<N> (inputs), se_job_t<N>
 EMBED_LIMIT = 100_000           # most non-zeros of one input embedded as INSERTs
@@ -77,14 +78,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                  f"{ASSUMED_PER_INDEX} x longest axis) non-zeros spread uniformly, every index used")
         q = job_dialect.q
         load = _extension_file(extension) if job.extension else None
-        out = _header(program, chosen, session.dag, job, where, stored, load)
-        out += [job.stop_on_error, ""]
-        for check in job.checks:
-            out += [check, ""]
-        if load:
-            out += ["LOAD '" + load.replace("'", "''") + "';", ""]
-        out += ["BEGIN;", ""]
-        out += [f"{sql};" for sql in before] + ([""] if before else [])
+        out = [f"{sql};" for sql in before] + ([""] if before else [])
         out += ["-- inputs (keys outside the compiled shape fail a CHECK)"]
         for name, rel in stored.items():
             decl = program.inputs[name]
@@ -99,14 +93,15 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         for name, rel in compiled.outputs.items():
             cols = ", ".join([f"{q(c)} AS {q(rel.labels[a])}" for c, a in zip(rel.columns, rel.keyed)]
                              + ["val"])
-            out += [f"DROP TABLE IF EXISTS {q(name)};",
-                    f"CREATE TABLE {q(name)} AS SELECT {cols} FROM {q(rel.table)} WHERE val <> 0;"]
+            out.append(render("common/job_output", job_dialect.quote, output=name,
+                              columns=SQL(cols), table=rel.table))
         out += ["", "-- intermediates"]
-        out += [f"DROP TABLE {q(t)};" for t in
+        out += [render("common/job_drop", job_dialect.quote, table=t) + ";" for t in
                 dict.fromkeys([r.table for r in stored.values()] +
                               [s.target.table for s in compiled.steps])]
-        out += [""] + [f"{sql};" for sql in after] + ([""] if after else []) + ["COMMIT;"]
-    return "\n".join(out) + "\n"
+        out += ([""] if after else []) + [f"{sql};" for sql in after]
+        header = _header(program, chosen, session.dag, job, where, stored, load)
+    return "\n".join(header) + "\n" + job.wrap("\n".join(out), load) + "\n"
 
 
 def _job(name: str, **options: str | None) -> JobDialect:
@@ -200,8 +195,8 @@ def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[s
             for ks, v in zip(keys.tolist(), np.asarray(blocks.values, dtype=float).tolist())]
     sql = [checked_table_sql(rel.table, decl, rel.shape, d)]
     for start in range(0, len(rows), ROWS_PER_INSERT):
-        sql.append(f"INSERT INTO {d.q(rel.table)} VALUES\n  "
-                   + ",\n  ".join(rows[start:start + ROWS_PER_INSERT]))
+        sql.append(render("common/insert_values", d.quote, table=rel.table,
+                          rows=SQL(",\n  ".join(rows[start:start + ROWS_PER_INSERT]))))
     return sql
 
 

@@ -10,7 +10,7 @@ from .backends.base import Backend
 from .blocks import Blocks, compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
-from .sql.steps import TableRelation, identifiers
+from .sql.steps import TableRelation
 
 
 @dataclass
@@ -46,7 +46,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              sparse: frozenset[str]) -> Execution:
     reports: list[StepReport] = []
     created = []
-    reads = _reads(compiled, backend.dialect.quote)
+    reads = _reads(compiled)
     done_after = _last_reads(compiled, reads)
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
@@ -83,22 +83,20 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     return Execution(results, reports)
 
 
-def _reads(compiled: CompiledPlan, quote: str) -> list[set[str]]:
-    """Per step, the tables it reads: in its SQL (where identifiers are quoted with
-    `quote`; its own target among them) or as a kernel's constant operand."""
-    return [identifiers(step.sql, quote) | {use.constant[1].table for use in step.kernels
-                                            if use.constant}
-            for step in compiled.steps]
+def _reads(compiled: CompiledPlan) -> list[frozenset[str]]:
+    """Per step, the tables it reads (as the compiler recorded them)."""
+    return [step.reads for step in compiled.steps]
 
 
-def _read_by_none(compiled: CompiledPlan, reads: list[set[str]]) -> set[str]:
+def _read_by_none(compiled: CompiledPlan, reads: list[frozenset[str]]) -> set[str]:
     """The output tables that the run computes and no later step reads."""
-    read = set().union(*(r - {step.target.table} for r, step in zip(reads, compiled.steps)))
+    read = set().union(*reads)
     return {rel.table for rel in compiled.outputs.values()} - read - {
         step.target.table for step in compiled.steps if step.kind == "load"}
 
 
-def _last_reads(compiled: CompiledPlan, reads: list[set[str]]) -> dict[int, list[TableRelation]]:
+def _last_reads(compiled: CompiledPlan, reads: list[frozenset[str]]
+                ) -> dict[int, list[TableRelation]]:
     """Step index -> the tables made by the run that no later step reads; outputs are
     kept. Dropping them early bounds the memory of a run by the live intermediates (a
     training iteration makes dozens)."""

@@ -13,7 +13,8 @@ NATIVE = PACKAGE / "native"
 
 
 def shipped(name: str) -> Path:
-    """The directory `name` (e.g. ``udf_kernels``) of an installed wheel or of a checkout."""
+    """The directory `name` (``udf_kernels``, ``sql_templates``) of an installed wheel or
+    of a checkout."""
     inside = PACKAGE / name
     return inside if inside.is_dir() else PACKAGE.parent / name
 

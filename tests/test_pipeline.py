@@ -162,7 +162,7 @@ def test_outputs_read_by_no_later_statement_come_straight_from_their_query(backe
         for spec in PLANS:
             plan = session.plan(spec)
             compiled = session.compile(plan)
-            direct = _read_by_none(compiled, _reads(compiled, session.dialect.quote))
+            direct = _read_by_none(compiled, _reads(compiled))
             assert direct == {compiled.outputs["M"].table}, spec
             got = session.run(plan).outputs
             for name in ("T", "M"):

@@ -26,6 +26,7 @@ from ..kernels.numpy_kernels import Packed
 from ..sql.dialect import Dialect
 from ..sql.sources import bounds_select, import_select
 from ..sql.steps import KernelUse, Step, TableRelation, key_column
+from ..sql.templates import SQL, render
 from ..stats.tensor_stats import Degrees, TensorStats
 
 # tables an older version left behind: Session prefixes are se_ and 10 hex digits
@@ -141,16 +142,16 @@ class Backend:
         self.execute(self.dialect.create(table, select, temporary))
 
     def row_count(self, rel: TableRelation) -> int:
-        return int(self.query(f"SELECT count(*) FROM {self.dialect.q(rel.table)}")[0][0])
+        return int(self.query(render("common/row_count", self.dialect.quote,
+                                     table=rel.table))[0][0])
 
     def drop(self, rel: TableRelation) -> None:
-        self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(rel.table)}")
+        self.execute(render("common/drop_table", self.dialect.quote, table=rel.table))
 
     def leftovers(self) -> list[str]:
         """What killed runs of older versions left: tables named like a session's
         intermediates (se_ and 10 hex digits), outside temporary schemas."""
-        rows = self.query("SELECT table_schema, table_name FROM information_schema.tables "
-                          "WHERE table_type = 'BASE TABLE'")
+        rows = self.query(render("common/tables"))
         q = self.dialect.q
         return [f"{q(schema)}.{q(name)}" for schema, name in rows
                 if LEFTOVER_TABLE.match(name) and not schema.startswith("pg_temp")]
@@ -171,9 +172,7 @@ class Backend:
 
     def table_columns(self, table: str) -> dict[str, str] | None:
         """Column name -> type name of a table, None when there is no such table."""
-        rows = self.query("SELECT column_name, data_type FROM information_schema.columns "
-                          f"WHERE table_name = {self.dialect.param} ORDER BY ordinal_position",
-                          [table])
+        rows = self.query(render("common/table_columns", param=SQL(self.dialect.param)), [table])
         return {name: str(kind).lower() for name, kind in rows} or None
 
     def import_source(self, source: SourceInput, table: str, temporary: bool = False
@@ -233,9 +232,9 @@ class Backend:
         q = self.dialect.q
         distinct = "".join(f", count(DISTINCT {q(key_column(l, a))})"
                            for a, l in enumerate(rel.labels))
-        finite = self.dialect.finite_sql.format(x="val")
-        row = self.query(f"SELECT count(*), coalesce(max(abs(val)), 0), coalesce(bool_and({finite}), "
-                         f"TRUE){distinct} FROM {q(rel.table)}")[0]
+        row = self.query(render("common/table_stats", self.dialect.quote, table=rel.table,
+                                finite=SQL(self.dialect.finite_sql.format(x="val")),
+                                distinct=SQL(distinct)))[0]
         finite = bool(row[2])
         return TensorStats(rel.shape, float(row[0]), tuple(float(x) for x in row[3:]),
                            max_abs=float(row[1]) if finite else float("inf"), finite=finite,
@@ -245,24 +244,19 @@ class Backend:
         """The degrees of an all-promoted relation by SQL: per key column the l2 norm and
         the maximum of its rows per key, and for two key columns of one size the dot
         product of their degrees."""
-        q = self.dialect.q
-        cols = [q(key_column(l, a)) for a, l in enumerate(rel.labels)]
-
-        def per_key(col: str) -> str:
-            return f"(SELECT {col} AS x, count(*) AS d FROM {q(rel.table)} GROUP BY {col})"
-
+        quote = self.dialect.quote
+        cols = [key_column(l, a) for a, l in enumerate(rel.labels)]
         l2, top = [], []
         for col in cols:
-            norm, most = self.query(f"SELECT coalesce(sum(d * d), 0), coalesce(max(d), 0) "
-                                    f"FROM {per_key(col)} AS g")[0]
+            norm, most = self.query(render("common/key_degrees", quote, table=rel.table,
+                                           key=col))[0]
             l2.append(float(norm) ** 0.5)
             top.append(float(most))
         dots = {}
         for a, b in itertools.combinations(range(len(cols)), 2):
             if rel.shape[a] == rel.shape[b]:
-                dots[(a, b)] = float(self.query(
-                    f"SELECT coalesce(sum(u.d * v.d), 0) FROM {per_key(cols[a])} AS u "
-                    f"JOIN {per_key(cols[b])} AS v ON u.x = v.x")[0][0])
+                dots[(a, b)] = float(self.query(render(
+                    "common/degree_dot", quote, table=rel.table, a=cols[a], b=cols[b]))[0][0])
         return Degrees(tuple(l2), tuple(top), dots)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import BackendError
 from ..extras import require
 from ..resources import UDF_KERNELS
+from ..sql.templates import literal, render
 from . import blas
 
 KERNELS_VERSION = "1.3"
@@ -124,7 +125,6 @@ def install_kernels(dsn: str, *, build_dir: str | None = None) -> str:
     build_dir overrides the extension source directory. Returns the installed version.
     """
     psycopg = require("psycopg")
-    from psycopg import sql
 
     with _connect(dsn) as conn:
         major = conn.info.server_version // 10000
@@ -133,14 +133,12 @@ def install_kernels(dsn: str, *, build_dir: str | None = None) -> str:
     _build(Path(build_dir) if build_dir else SOURCE_DIR, pg_config, _blas_make_args(cc, pg_config))
     with _connect(dsn) as conn:          # a new session loads the new library
         try:
-            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",
-                               (EXTENSION,)).fetchone()
+            row = conn.execute(render("postgres/extension_version"), (EXTENSION,)).fetchone()
             if row is None:
-                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(
-                    sql.Identifier(EXTENSION)))
+                conn.execute(render("postgres/create_extension", extension=EXTENSION))
             elif row[0] != KERNELS_VERSION:
-                conn.execute(sql.SQL("ALTER EXTENSION {} UPDATE TO {}").format(
-                    sql.Identifier(EXTENSION), sql.Literal(KERNELS_VERSION)))
+                conn.execute(render("postgres/update_extension", extension=EXTENSION,
+                                    version=literal(KERNELS_VERSION)))
         except psycopg.errors.InsufficientPrivilege as e:
             raise BackendError(f"CREATE EXTENSION {EXTENSION} needs a superuser role: {e}") from e
         except psycopg.errors.UndefinedFile as e:
@@ -151,7 +149,7 @@ def install_kernels(dsn: str, *, build_dir: str | None = None) -> str:
                                f"update path: DROP EXTENSION {EXTENSION} CASCADE, then retry)") from e
     with _connect(dsn) as conn:
         check_kernels(conn)
-        return conn.execute("SELECT se_kernels_version()").fetchone()[0]
+        return conn.execute(render("postgres/kernels_version")).fetchone()[0]
 
 
 def check_kernels(conn) -> None:
@@ -160,11 +158,10 @@ def check_kernels(conn) -> None:
 
     try:
         with conn.transaction():
-            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",
-                               (EXTENSION,)).fetchone()
+            row = conn.execute(render("postgres/extension_version"), (EXTENSION,)).fetchone()
             if row is None:
                 raise BackendError(f"kernels not installed: {_INSTALL_HINT}")
-            lib = conn.execute("SELECT se_kernels_version()").fetchone()[0]
+            lib = conn.execute(render("postgres/kernels_version")).fetchone()[0]
     except psycopg.Error as e:
         raise BackendError(f"kernels installed but not loadable ({e}): {_INSTALL_HINT}") from e
     if row[0] != KERNELS_VERSION or lib != KERNELS_VERSION:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+from ..sql.templates import render
+
 # How often a running statement checks that its client is still connected: a client
 # killed mid-statement (SIGKILL, OOM killer, lost network) stops its backend within this
-CLIENT_CHECK = "1s"
+CLIENT_CHECK_SECONDS = 1
+CLIENT_CHECK = f"{CLIENT_CHECK_SECONDS}s"
 
 
 @contextmanager
@@ -16,14 +19,13 @@ def session_setting(conn, name: str, value: str) -> Iterator[None]:
     (a failed transaction's rollback restores it)."""
     from psycopg import pq
 
-    was = conn.execute("SELECT current_setting(%s), set_config(%s, %s, false)",
-                       (name, name, value)).fetchone()[0]
+    was = conn.execute(render("postgres/setting_swap"), (name, name, value)).fetchone()[0]
     try:
         yield
     finally:
         if conn.info.transaction_status in (pq.TransactionStatus.IDLE,
                                             pq.TransactionStatus.INTRANS):
-            conn.execute("SELECT set_config(%s, %s, false)", (name, was))
+            conn.execute(render("postgres/setting_restore"), (name, was))
 
 
 def client_check_works(conn) -> bool:
@@ -34,8 +36,7 @@ def client_check_works(conn) -> bool:
 
     try:
         with conn.transaction(force_rollback=True):
-            conn.execute("SELECT set_config('client_connection_check_interval', %s, true)",
-                         (CLIENT_CHECK,))
+            conn.execute(render("postgres/client_check_try"), (CLIENT_CHECK,))
     except psycopg.Error:
         return False
     return True

@@ -15,7 +15,7 @@ from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
-from .dialect import Dialect
+from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
 from .steps import Step, StepBuilder, TableRelation
@@ -118,7 +118,7 @@ class Compiler:
                       for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
-            self._add(out, self._vertex_query(v, inputs, out, builder), builder,
+            self._add(out, self._vertex_query(v, inputs, out, builder), builder, inputs,
                       self.plan.uclc(self.dag, v), v.name)
             self.relations[(v.name, out.tiling, False)] = out
         return self.steps
@@ -130,15 +130,17 @@ class Compiler:
         b = StepBuilder(self.prefix, self._kernels)
         keys = [q(c) for c in rel.columns]
         self._add(out, f"SELECT {', '.join(keys + [self.d.sparsify(b, 'val') + ' AS val'])} "
-                       f"FROM {q(rel.table)}", b,
+                       f"FROM {q(rel.table)}", b, [rel],
                   f"sparsify {self._tiling_label(rel.tensor, rel.tiling)}")
         return out
 
-    def _add(self, out: TableRelation, query: str, b: StepBuilder, label: str,
-             vertex: str | None = None) -> None:
-        """The step storing the rows of `query` in `out`'s table."""
+    def _add(self, out: TableRelation, query: str, b: StepBuilder, reads: list[TableRelation],
+             label: str, vertex: str | None = None) -> None:
+        """The step storing the rows of `query`, which reads the relations `reads` (in its
+        text or as kernel constants), in `out`'s table."""
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
-                               b.kernels, label, vertex, query))
+                               b.kernels, label, vertex, query,
+                               reads=frozenset(rel.table for rel in reads)))
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -199,7 +201,7 @@ class Compiler:
         fused = (d.weighted_sum(spec, values, lists)
                  if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
                  and domain == "join" and not any(rel.sparse for rel in inputs) else None)
-        if fused and factored and "val" not in fused[0]:
+        if fused and factored and not fused.scales_val:
             fused = None
         if v.name in self.factors:
             f = self.factors[v.name]
@@ -325,10 +327,10 @@ class Compiler:
                      for axis, label in enumerate(v.operands[k].labels) if label in col]
             frm += f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON {' AND '.join(conds) or 'TRUE'}"
             if v.defaults:
-                values.append(f"coalesce({aliases[k]}.val, {d.num(v.defaults[k])})")
+                values.append(OrZero(f"{aliases[k]}.val", d.num(v.defaults[k])))
             elif rel.is_scalar or not d.null_arrays_are_zeros:
                 zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
-                values.append(f"coalesce({aliases[k]}.val, {zero})")
+                values.append(OrZero(f"{aliases[k]}.val", zero))
             else:
                 values.append(f"{aliases[k]}.val")
         source = {l: f"dom.{col[l]}" for l in promoted}
@@ -370,7 +372,7 @@ class Compiler:
             if rel.shape[a] % rel.tiling[a]:         # the padding of edge tiles (-0.0 too)
                 where.append(f"{offset} < {key_range(middle[a], rel.shape[a])}")
         self._add(out, f"SELECT {', '.join(keys + ['val'])} FROM ({pieces}) AS t "
-                       f"WHERE {' AND '.join(where)}", b,
+                       f"WHERE {' AND '.join(where)}", b, [rel],
                   f"explode {self._tiling_label(rel.tensor, middle)}")
         return out
 
@@ -392,7 +394,7 @@ class Compiler:
                 else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
         self._add(out, f"SELECT {', '.join(keys + [value + ' AS val'])} "
-                       f"FROM {q(rel.table)}{_grouped(group)}", b,
+                       f"FROM {q(rel.table)}{_grouped(group)}", b, [rel],
                   f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}")
         return out
 

@@ -7,7 +7,7 @@ joins, domains and groupings around these.
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from ..capabilities import Capabilities
 from ..errors import PlanError
@@ -24,6 +24,31 @@ def scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
     k = lists.index(True)
     identity = tuple(row_major_strides(list(spec.dims)))
     return k if spec.strides[k] == identity and not any(spec.strides[1 - k]) else None
+
+
+class OrZero(str):
+    """SQL of an operand's value where tuples may be absent: ``coalesce(value, zero)``,
+    keeping `value` for a dialect that indexes into it."""
+    value: str
+
+    def __new__(cls, value: str, zero: str) -> "OrZero":
+        sql = super().__new__(cls, f"coalesce({value}, {zero})")
+        sql.value = value
+        return sql
+
+
+class Computed(str):
+    """SQL computing a value from a row's columns (a function of them, not a column), which
+    a dialect may compute once in a subquery."""
+
+
+class WeightedSum(NamedTuple):
+    """A sum of kernel results that the engine computes without forming them: the
+    columns to select per tuple, and the aggregate over them. `scales_val`: the form
+    selects the vector as ``val`` (scalar * vector), which a scalar factor may scale."""
+    columns: dict[str, str]
+    aggregate: str
+    scales_val: bool
 
 
 class Dialect:
@@ -149,11 +174,10 @@ class Dialect:
         raise NotImplementedError
 
     def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
-                     ) -> tuple[dict[str, str], str] | None:
+                     ) -> WeightedSum | None:
         """For a sum of the kernel's results that the engine computes without forming them
-        (sum of scalar * vector; with `kernel_sums`, of any product of two arrays): the
-        columns to select per tuple and the aggregate over them; None when the kernel is
-        not such a product or the engine has no such sum."""
+        (sum of scalar * vector; with `kernel_sums`, of any product of two arrays): its
+        form; None when the kernel is not such a product or the engine has no such sum."""
         return None
 
     def shared_matrix_kernel(self, spec: KernelSpec, args: list[str]) -> str | None:

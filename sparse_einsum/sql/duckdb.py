@@ -24,7 +24,7 @@ from ..capabilities import Capabilities
 from ..kernels.build import row_major_strides
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
-from .dialect import Dialect, scaled_vector
+from .dialect import Computed, Dialect, OrZero, scaled_vector
 from .native import NativeDialect, spec_literal
 from .steps import StepBuilder, TableRelation
 from .udf import UDFDialect
@@ -89,8 +89,8 @@ class _DuckDBSQL(Dialect):
     def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
         """Explode by unnesting the list `pieces` of each value with its subscripts
         (unnesting range(positions) alongside took 10x longer on one 6.8M-element list);
-        pieces made by a function are made once, in a subquery."""
-        if pieces != "r.val":
+        `Computed` pieces are made once, in a subquery."""
+        if isinstance(pieces, Computed):
             table, pieces = f"(SELECT *, {pieces} AS se_pieces FROM {table} AS r)", "r.se_pieces"
         cols = kept + [f"generate_subscripts({pieces}, 1) - 1 AS p", f"unnest({pieces}) AS val"]
         return f"SELECT {', '.join(cols)} FROM {table} AS r"
@@ -112,7 +112,7 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
         """Unnest the pieces se_split makes of each array (one piece a row of a cross join
         with range() copied the array into every chunk of 2048 pieces: 2.2 s for one array
         of 169,343 x 40)."""
-        pieces = f"se_split({spec_literal(spec)}, r.val)" if spec.sub_dims else "r.val"
+        pieces = Computed(f"se_split({spec_literal(spec)}, r.val)") if spec.sub_dims else "r.val"
         return self.explode_list(pieces, spec.positions, table, kept)
 
 
@@ -145,12 +145,11 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
                                 packed_stacks=True, constants_once=False)
     kernels = f"DuckDB built-in list functions (arrays up to {LIST_LIMIT} values)"
 
-    def _at(self, value: str, size: int, index: str) -> str:
-        """Element `index` (0-based SQL) of a list of `size`. A lambda evaluates captured
-        expressions per element, so coalesce(x, zeros) becomes coalesce(x[i], 0)."""
-        head, tail = "coalesce(", f", {self.zero(size)})"
-        if value.startswith(head) and value.endswith(tail):
-            return f"coalesce({value[len(head):-len(tail)]}[1 + {index}], {_ZERO})"
+    def _at(self, value: str, index: str) -> str:
+        """Element `index` (0-based SQL) of a list. A lambda evaluates captured expressions
+        per element, so coalesce(x, zeros) becomes coalesce(x[i], 0)."""
+        if isinstance(value, OrZero):
+            return f"coalesce({value.value}[1 + {index}], {_ZERO})"
         return f"{value}[1 + {index}]"
 
     # -- kernels ----------------------------------------------------------------
@@ -161,7 +160,7 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         out_dims, red_dims = spec.dims[: spec.n_out], spec.dims[spec.n_out:]
         self.check_size(max([spec.out_size, *spec.in_sizes]), "dense array")
         elements = []
-        for arg, is_list, strides, size in zip(args, lists, spec.strides, spec.in_sizes):
+        for arg, is_list, strides in zip(args, lists, spec.strides):
             if not is_list:
                 elements.append(arg)
                 continue
@@ -169,7 +168,7 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
             if red_dims:
                 index += " + " + _digits("se_r", red_dims, _rm(red_dims), strides[spec.n_out:],
                                          prod(red_dims))
-            elements.append(self._at(arg, size, index))
+            elements.append(self._at(arg, index))
         body = (self.scalar_binary(spec.op, *elements) if spec.arity == 2
                 else self.scalar_unary(spec.op, elements[0]))
         if red_dims:
@@ -208,8 +207,8 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
                              spec.sub_size)
             cut = (f"list_transform(range({spec.sub_size}), "
                    f"lambda se_e: r.val[1 + {base} + {offset}])")
-            pieces = (f"list_transform(range({spec.positions}), "
-                      f"lambda se_p: nullif({cut}, {self.zero(spec.sub_size)}))")
+            pieces = Computed(f"list_transform(range({spec.positions}), "
+                              f"lambda se_p: nullif({cut}, {self.zero(spec.sub_size)}))")
         return self.explode_list(pieces, spec.positions, table, kept)
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,

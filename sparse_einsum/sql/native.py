@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
-from .dialect import Dialect, scaled_vector
+from .dialect import Dialect, WeightedSum, scaled_vector
 from .steps import StepBuilder, TableRelation
 
 
@@ -69,12 +69,13 @@ class NativeDialect(Dialect):
                 f"ELSE {result} END")
 
     def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
-                     ) -> tuple[dict[str, str], str] | None:
+                     ) -> WeightedSum | None:
         k = scaled_vector(spec, lists)
         if k is not None:
-            return {"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)"
+            return WeightedSum({"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)", True)
         if self.capabilities.kernel_sums and spec.op == "mul" and spec.arity == 2 and all(lists):
-            return {"se_a": args[0], "se_b": args[1]}, f"se_ksum({spec_literal(spec)}, se_a, se_b)"
+            return WeightedSum({"se_a": args[0], "se_b": args[1]},
+                               f"se_ksum({spec_literal(spec)}, se_a, se_b)", False)
         return None
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,

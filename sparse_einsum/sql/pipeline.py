@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .dialect import Dialect
-from .steps import Step, identifiers
+from .steps import Step
 
 
 def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool = False
@@ -27,7 +27,7 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
     readers: dict[str, set[int]] = {}
     kept = set(kept)
     for k, step in enumerate(steps):
-        for table in identifiers(step.sql, dialect.quote):
+        for table in step.reads:
             readers.setdefault(table, set()).add(k)
         kept |= {use.constant[1].table for use in step.kernels if use.constant}
     merged: dict[int, Step] = dict(enumerate(steps))
@@ -44,7 +44,8 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
 def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -> Step:
     """`reader` computing `producer` (and what was streamed into it) in its statement."""
     pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
-    reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined)
+    reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined,
+                     reads=(producer.reads | reader.reads) - {producer.target.table})
     return replace(reader, sql=dialect.create(reader.target.table,
                                               statement_query(reader, dialect), temporary))
 

@@ -1,5 +1,6 @@
 """SQL importing an input held in COO form (a table, a file, a data frame) into a tensor
-relation with every axis promoted: duplicate keys summed, zeros and NULL keys dropped.
+relation with every axis promoted: duplicate keys summed, zeros and NULL keys dropped
+(templates ``common/import``, ``common/key_bounds``, ``common/checked_table``).
 
 Names are always quoted identifiers; nothing is executed from a name.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from ..program.model import InputDecl
 from .dialect import Dialect
 from .steps import key_column
+from .templates import SQL, render
 
 
 def import_select(labels: tuple[str, ...], keys: tuple[str, ...], value: str | None,
@@ -15,19 +17,19 @@ def import_select(labels: tuple[str, ...], keys: tuple[str, ...], value: str | N
     """SELECT of the all-promoted relation: one key column per label, then ``val``."""
     q = dialect.q
     value_sql = f"CAST({q(value)} AS {dialect.double_sql})" if value else "1.0"
-    selected = ", ".join(f"CAST({q(k)} AS BIGINT) AS {q(key_column(l, a))}"
-                         for a, (k, l) in enumerate(zip(keys, labels)))
+    selected = "".join(f"CAST({q(k)} AS BIGINT) AS {q(key_column(l, a))}, "
+                       for a, (k, l) in enumerate(zip(keys, labels)))
     not_null = " AND ".join(f"{q(k)} IS NOT NULL" for k in keys) or "TRUE"
     group = ", ".join(str(n + 1) for n in range(len(keys)))
-    return (f"SELECT {selected}{', ' if selected else ''}sum({value_sql}) AS val FROM {from_sql} "
-            f"WHERE {not_null}" + (f" GROUP BY {group}" if group else "")
-            + f" HAVING sum({value_sql}) <> 0")
+    return render("common/import", dialect.quote, keys=SQL(selected), value=SQL(value_sql),
+                  source=SQL(from_sql), not_null=SQL(not_null),
+                  group_by=SQL(f" GROUP BY {group}" if group else ""))
 
 
 def bounds_select(keys: tuple[str, ...], from_sql: str, dialect: Dialect) -> str:
     """min and max of every key column."""
-    return "SELECT " + ", ".join(f"min({dialect.q(k)}), max({dialect.q(k)})" for k in keys) \
-        + f" FROM {from_sql}"
+    return render("common/key_bounds", dialect.quote, source=SQL(from_sql), bounds=SQL(
+        ", ".join(f"min({dialect.q(k)}), max({dialect.q(k)})" for k in keys)))
 
 
 def checked_table_sql(table_name: str, decl: InputDecl, shape: tuple[int, ...],
@@ -39,7 +41,8 @@ def checked_table_sql(table_name: str, decl: InputDecl, shape: tuple[int, ...],
             f"{q(f'input {decl.name}: key {l} outside 0..{n - 1}')} "
             f"CHECK ({q(key_column(l, a))} >= 0 AND {q(key_column(l, a))} < {int(n)})"
             for a, (l, n) in enumerate(zip(decl.labels, shape))]
-    return f"CREATE TEMP TABLE {q(table_name)} ({', '.join(cols + ['val DOUBLE PRECISION NOT NULL'])})"
+    return render("common/checked_table", dialect.quote, table=table_name,
+                  keys=SQL("".join(f"{c}, " for c in cols)))
 
 
 def checked_import_sql(decl: InputDecl, table_name: str, shape: tuple[int, ...], from_sql: str,
@@ -49,4 +52,4 @@ def checked_import_sql(decl: InputDecl, table_name: str, shape: tuple[int, ...],
     src = decl.source
     select = import_select(decl.labels, src.keys, src.value, from_sql, dialect)
     return (f"{checked_table_sql(table_name, decl, shape, dialect)};\n"
-            f"INSERT INTO {dialect.q(table_name)} {select}")
+            + render("common/insert_select", dialect.quote, table=table_name, query=SQL(select)))

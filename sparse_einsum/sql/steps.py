@@ -1,7 +1,6 @@
 """What the SQL layer knows of a tensor relation stored in a table, and of one compiled step."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..kernels.spec import GatherSpec, KernelSpec
@@ -70,7 +69,8 @@ class KernelUse:
 
 @dataclass
 class Step:
-    """One unit of execution: load an input relation, or run one SQL statement."""
+    """One unit of execution: load an input relation, or run one SQL statement. It writes
+    its `target`'s table and reads the tables in `reads`, set where it is built."""
     kind: str                      # load | sql
     target: TableRelation
     sql: str = ""
@@ -81,13 +81,9 @@ class Step:
     # single-use intermediates computed inside this statement (common table expressions,
     # in order) instead of in tables of their own; see `sql.pipeline`
     pipelined: tuple["Step", ...] = ()
-
-
-def identifiers(sql: str, quote: str) -> set[str]:
-    """The identifiers quoted with `quote` in `sql`: the tables a statement reads (and the
-    one it creates), among its columns."""
-    q = re.escape(quote)
-    return {m.replace(quote * 2, quote) for m in re.findall(f"{q}((?:[^{q}]|{q}{q})*){q}", sql)}
+    # the tables it reads: in its statement (also those that what is pipelined into it
+    # reads) or as its kernels' constants
+    reads: frozenset[str] = frozenset()
 
 
 class StepBuilder:

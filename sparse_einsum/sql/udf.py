@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from ..capabilities import Capabilities
 from ..kernels.spec import GatherSpec, KernelSpec
-from .dialect import Dialect
+from .dialect import Computed, Dialect
 from .steps import StepBuilder, TableRelation
 
 
@@ -39,7 +39,7 @@ class UDFDialect(Dialect):
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         pieces = "r.val"
         if spec.sub_dims:   # a UDF returns every piece at once (NULL when all +0.0)
-            pieces = f"{step.use('split', spec, (True,), True)}(r.val)"
+            pieces = Computed(f"{step.use('split', spec, (True,), True)}(r.val)")
         return self.explode_list(pieces, spec.positions, table, kept)
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,

@@ -1,0 +1,1 @@
+CREATE TEMP TABLE {table:ident} ({keys:sql}val DOUBLE PRECISION NOT NULL)

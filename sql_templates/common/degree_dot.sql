@@ -1,0 +1,1 @@
+SELECT coalesce(sum(u.d * v.d), 0) FROM (SELECT {a:ident} AS x, count(*) AS d FROM {table:ident} GROUP BY {a:ident}) AS u JOIN (SELECT {b:ident} AS x, count(*) AS d FROM {table:ident} GROUP BY {b:ident}) AS v ON u.x = v.x

@@ -1,0 +1,2 @@
+INSERT INTO {table:ident} VALUES
+  {rows:sql}

@@ -1,0 +1,1 @@
+SELECT {bounds:sql} FROM {source:sql}

@@ -1,0 +1,9 @@
+.bail on
+
+LOAD {extension:sql};
+
+BEGIN;
+
+{body:sql}
+
+COMMIT;

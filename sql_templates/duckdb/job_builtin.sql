@@ -1,0 +1,7 @@
+.bail on
+
+BEGIN;
+
+{body:sql}
+
+COMMIT;

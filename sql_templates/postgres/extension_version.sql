@@ -1,0 +1,1 @@
+SELECT extversion FROM pg_extension WHERE extname = %s

@@ -1,0 +1,1 @@
+SELECT set_config(%s, %s, false)

@@ -1,0 +1,1 @@
+SELECT current_setting(%s), set_config(%s, %s, false)

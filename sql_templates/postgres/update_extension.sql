@@ -1,0 +1,1 @@
+ALTER EXTENSION {extension:ident} UPDATE TO {version:sql}

@@ -1,0 +1,89 @@
+-- input A[i,k]
+-- input B[k,j]
+-- input x[j]
+-- T[i,j] = A[i,k] * B[k,j]
+-- S[i] = T[i,j] * x[j]
+-- output S
+-- plan T:IJK S:Ij
+
+-- T[I,J] = A[I,K] * B[K,J]
+-- stack T[I,j]
+-- S[I] = T[I,j] * x[j]
+CREATE TEMPORARY TABLE "g_1_t6" AS
+WITH "g_1_t3" AS (
+  SELECT
+    "i_0",
+    "j_1",
+    SUM(val) AS val
+  FROM (
+    SELECT
+      u0."i_0" AS "i_0",
+      u1."j_1" AS "j_1",
+      (
+        u0.val * u1.val
+      ) AS val
+    FROM "g_1_t1" AS u0
+    JOIN "g_1_t2" AS u1
+      ON u1."k_0" = u0."k_1"
+  ) AS j
+  GROUP BY
+    "i_0",
+    "j_1"
+), "g_1_t4" AS (
+  SELECT
+    "i_0" AS "i_0",
+    LIST_TRANSFORM(
+      [
+        LIST_GRADE_UP(
+          LIST_GRADE_UP(
+            LIST_CONCAT(
+              LIST_TRANSFORM(
+                ARRAY_AGG((
+                  (
+                    "j_1"
+                  ) * 1
+                ) ORDER BY (
+                  (
+                    "j_1"
+                  ) * 1
+                )),
+                LAMBDA se_p : 2 * se_p
+              ),
+              LIST_TRANSFORM(RANGE(0, 5), LAMBDA se_q : 2 * se_q + 1)
+            )
+          )
+        )
+      ],
+      LAMBDA se_r : LIST_TRANSFORM(
+        RANGE(0, 5),
+        LAMBDA se_q : CASE
+          WHEN (
+            se_r[LENGTH(se_r) - 5 + se_q + 1] - se_q - 1
+          ) > (
+            CASE WHEN se_q = 0 THEN 0 ELSE se_r[LENGTH(se_r) - 5 + se_q] - se_q END
+          )
+          THEN ARRAY_AGG(val ORDER BY (
+            (
+              "j_1"
+            ) * 1
+          ))[(
+            se_r[LENGTH(se_r) - 5 + se_q + 1] - se_q - 1
+          )]
+          ELSE CAST(0.0 AS DOUBLE)
+        END
+      )
+    )[1] AS val
+  FROM "g_1_t3"
+  GROUP BY
+    1
+)
+SELECT
+  u0."i_0" AS "i_0",
+  LIST_SUM(
+    LIST_TRANSFORM(RANGE(0, 5), LAMBDA se_r : (
+      u0.val[1 + 0 + se_r] * u1.val[1 + 0 + se_r]
+    ))
+  ) AS val
+FROM "g_1_t4" AS u0
+JOIN "g_1_t5" AS u1
+  ON TRUE;

@@ -1,0 +1,53 @@
+-- input A[i,k]
+-- input B[k,j]
+-- input x[j]
+-- T[i,j] = A[i,k] * B[k,j]
+-- S[i] = T[i,j] * x[j]
+-- output S
+-- plan T:IJK S:~0 Ij
+
+-- T[I,J] = A[I,K] * B[K,J]
+-- stack T[I,j]
+-- sparsify T[I,j]
+-- S[I] = ~T[I,j] * x[j]
+CREATE OR REPLACE TEMPORARY VIEW `g_1_t7` AS
+WITH `g_1_t3` AS (
+  SELECT
+    `i_0`,
+    `j_1`,
+    SUM(val) AS val
+  FROM (
+    SELECT
+      u0.`i_0` AS `i_0`,
+      u1.`j_1` AS `j_1`,
+      (
+        u0.val * u1.val
+      ) AS val
+    FROM `g_1_t1` AS u0
+    JOIN `g_1_t2` AS u1
+      ON u1.`k_0` = u0.`k_1`
+  ) AS j
+  GROUP BY
+    `i_0`,
+    `j_1`
+), `g_1_t4` AS (
+  SELECT
+    `i_0` AS `i_0`,
+    G_1_F1(COLLECT_LIST(STRUCT((
+      (
+        `j_1`
+      ) * 1
+    ) AS p, val AS v))) AS val
+  FROM `g_1_t3`
+  GROUP BY
+    1
+), `g_1_t5` AS (
+  SELECT
+    `i_0`,
+    G_1_F2(val) AS val
+  FROM `g_1_t4`
+)
+SELECT
+  u0.`i_0` AS `i_0`,
+  G_1_F3(u0.val) AS val
+FROM `g_1_t5` AS u0;

@@ -1,0 +1,15 @@
+-- input A[i,j]
+-- input B[j,k]
+-- C[i,k] = A[i,j] * B[j,k]
+-- output C
+-- plan C:I/2jK
+
+-- C[I/2,K] = A[I/2,j] * B[j,K]
+CREATE OR REPLACE TEMPORARY VIEW `g_1_t3` AS
+SELECT
+  u0.`i_0` AS `i_0`,
+  u1.`k_1` AS `k_1`,
+  G_1_F1(u0.val, u1.val) AS val
+FROM `g_1_t1` AS u0
+JOIN `g_1_t2` AS u1
+  ON TRUE;
