@@ -2,7 +2,7 @@
 
     python -m experiments.bench_semiring [--nodes 100000] [--edges 1000000]
                                          [--backend duckdb|duckdb-udf|postgres ...]
-                                         [--dsn DSN] [--source 0]
+                                         [--dsn DSN] [--source 0] [--out FILE.csv]
 
 Single-source shortest distances on a random directed graph (weights in [1, 10)) as a
 user computes them with sparse_einsum: a prepared program ``N[j] = min(D[i] + W[i,j])``
@@ -10,43 +10,43 @@ user computes them with sparse_einsum: a prepared program ``N[j] = min(D[i] + W[
 side by side with the same step in scipy/NumPy (a gather and `np.minimum.reduceat` over
 the looped graph's columns), alternating, from the same distances; the two must agree at
 every step, and the final distances must equal `scipy.sparse.csgraph.dijkstra`'s.
-Reported: median seconds per step of each, their ratio, the steps taken and Dijkstra's
-time for the whole search.
+Reported: median seconds per step of each with its noise, their ratio, the steps taken
+and Dijkstra's time for the whole search (and, with --out, the medians as CSV rows
+with the run's provenance).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .common import Report, code_version, command_line
+from . import harness
 from .paths import random_graph, scipy_step, shortest_paths, with_loops
 
+SCIPY, SQL = "scipy min-plus step", "prepared SQL step"
 BACKENDS = {"duckdb": ("duckdb", {}), "duckdb-udf": ("duckdb", {"native": False}),
             "postgres": ("postgres", {})}
 
 
 def run(graph: sp.csr_array, source: int, backend: object, options: dict
-        ) -> tuple[np.ndarray, list[float], list[float]]:
+        ) -> tuple[np.ndarray, harness.Timings]:
     """Distances by prepared SQL steps until nothing changes, each step followed by
-    scipy's from the same distances and checked against it; (distances, SQL step
-    seconds, scipy step seconds)."""
+    scipy's from the same distances and checked against it; the distances and the
+    seconds of both per step."""
     columns = sp.csc_array(with_loops(graph))
-    sql_s, scipy_s = [], []
+    timings = harness.Timings({SCIPY: [], SQL: []})
 
     def compare(before: np.ndarray, after: np.ndarray, seconds: float) -> None:
-        sql_s.append(seconds)
-        start = time.perf_counter()
-        expected = scipy_step(before, columns)
-        scipy_s.append(time.perf_counter() - start)
+        timings.samples[SQL].append(seconds)
+        scipy_s, expected = harness.timed(lambda: scipy_step(before, columns))
+        timings.samples[SCIPY].append(scipy_s)
         np.testing.assert_array_equal(after, expected)
 
     distances, _ = shortest_paths(graph, source, backend=backend, on_step=compare, **options)
-    return distances, sql_s, scipy_s
+    return distances, timings
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,26 +57,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--source", type=int, default=0)
     ap.add_argument("--backend", nargs="+", default=["duckdb"], choices=sorted(BACKENDS))
     ap.add_argument("--dsn", help="PostgreSQL connection string")
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
-    report = Report()
-    report(f"{command_line('bench_semiring', argv)}  ({code_version()})")
+    provenance = harness.Provenance("bench_semiring", argv)
+    print(provenance.header())
     graph = random_graph(args.nodes, args.edges)
-    start = time.perf_counter()
-    expected = dijkstra(graph, indices=args.source)
-    dijkstra_s = time.perf_counter() - start
-    report(f"shortest paths: {args.nodes:,} nodes, {graph.nnz:,} edges, source {args.source}; "
-           f"{np.isfinite(expected).sum():,} reachable; scipy dijkstra {dijkstra_s:.3f} s")
+    dijkstra_s, expected = harness.timed(lambda: dijkstra(graph, indices=args.source))
+    print(f"shortest paths: {args.nodes:,} nodes, {graph.nnz:,} edges, source {args.source}; "
+          f"{np.isfinite(expected).sum():,} reachable; scipy dijkstra {dijkstra_s:.3f} s")
+    rows = []
     for name in args.backend:
         backend, options = BACKENDS[name]
         if backend == "postgres":
             options = {**options, "dsn": args.dsn}
-        distances, sql_s, scipy_s = run(graph, args.source, backend, options)
+        distances, timings = run(graph, args.source, backend, options)
         np.testing.assert_array_equal(distances, expected)
-        sql, base = statistics.median(sql_s), statistics.median(scipy_s)
-        report(f"{name}: {len(sql_s)} steps, distances equal dijkstra's")
-        report(f"  scipy min-plus step          {base:8.4f} s")
-        report(f"  prepared SQL step            {sql:8.4f} s  {sql / base:6.1f}x scipy "
-               f"(whole search {sum(sql_s):.2f} s)")
+        steps = len(timings.samples[SQL])
+        print(f"{name}: {steps} steps, distances equal dijkstra's; per step:")
+        print("\n".join(timings.lines(SCIPY)))
+        rows += timings.rows(SCIPY, backend=name, nodes=args.nodes, edges=graph.nnz,
+                             steps=steps, dijkstra_s=f"{dijkstra_s:.6f}")
+    if args.out:
+        harness.write_csv(args.out, rows, provenance)
 
 
 if __name__ == "__main__":
