@@ -129,6 +129,16 @@ def test_dense_operands_are_read_as_they_are():
     np.testing.assert_array_equal(se.einsum("ij,jk->ik", A, A, semiring="min_plus"), expected)
 
 
+def test_broadcast_sparse_operand_keeps_its_zero():
+    """A scipy.sparse row broadcast along a size-1 axis: its stored 0 is a 0, its unstored
+    entry the semiring's zero."""
+    row = sp.csr_array((np.array([0.0, 2.0]), np.array([0, 1]), np.array([0, 2])), shape=(1, 3))
+    B = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(
+        se.einsum("ij,ij->ij", row, B, semiring="min_plus", format="dense"),
+        np.array([[0.0, 2.0, np.inf]]) + B)
+
+
 def test_unknown_semiring_lists_the_known_ones():
     with pytest.raises(DataError, match="unknown semiring 'tropical': use one of plus_times, "
                                         "min_plus") as info:
