@@ -146,10 +146,11 @@ def test_sparse_attention_postgres(plan, karate_data, pg_workloads):
 def test_bench_optimizer_counts_plans_the_same_time_within_noise_as_agreeing():
     """Two plans whose medians differ by less than the run-to-run noise rank in the
     estimate's order; a plan clearly apart keeps its measured rank."""
-    from experiments.bench_optimizer import noise, same_time, tied_ranks
-    runs = {"a": [0.020, 0.022, 0.019, 0.025, 0.021], "b": [0.019, 0.021, 0.020, 0.024, 0.018],
-            "c": [0.50, 0.52, 0.49, 0.51, 0.50]}
-    rows = [(name, 0.0, float(np.median(t)), 0.0, noise(t)) for name, t in runs.items()]
+    from experiments.bench_optimizer import same_time, tied_ranks
+    from experiments.harness import Timings
+    runs = Timings({"a": [0.020, 0.022, 0.019, 0.025, 0.021],
+                    "b": [0.019, 0.021, 0.020, 0.024, 0.018], "c": [0.50, 0.52, 0.49, 0.51, 0.50]})
+    rows = [(name, 0.0, runs.median(name), 0.0, runs.noise(name)) for name in runs.samples]
     same = [[same_time(x, y, 5) for y in rows] for x in rows]
     assert same[0][1] and not same[0][2] and not same[1][2]
     medians = [r[2] for r in rows]
