@@ -39,28 +39,41 @@ ALL_TILINGS = 512
 SHARED_LIMIT = 48
 
 
+class _Hashed:
+    """A frozen dataclass hashed once (cost items are looked up in many dicts)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(tuple(self.__dict__.values())))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 @dataclass(frozen=True)
-class LoadItem:
+class LoadItem(_Hashed):
     """Loading an array input in one decomposition (once, whoever reads it)."""
     tensor: str
     tiling: Tiling
     sparse: bool = False
+    __hash__ = _Hashed.__hash__
 
 
 @dataclass(frozen=True)
-class VertexItem:
+class VertexItem(_Hashed):
     """Join, aggregate and kernel of one vertex."""
     vertex: str
+    __hash__ = _Hashed.__hash__
 
 
 @dataclass(frozen=True)
-class RepartitionItem:
+class RepartitionItem(_Hashed):
     """Moving a tensor from the decomposition it has to the one a consumer needs."""
     tensor: str
     have: Tiling
     need: Tiling
     consumer: str
     sparse: bool = False
+    __hash__ = _Hashed.__hash__
 
 
 CostItem = Union[LoadItem, VertexItem, RepartitionItem]
@@ -225,6 +238,7 @@ class SearchSpace:
         self.dag, self.model, self.stored, self.tiled = dag, model, stored, tiled
         self._moves: dict[tuple[str, Tiling | None, Tiling, bool], float] = {}
         self._items: dict[tuple, dict[CostItem, float]] = {}     # move_items, cached
+        self._loads: dict[tuple, dict[CostItem, float]] = {}     # input_items, cached
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
         self.pruned: dict[str, list[Choice]] | None = None   # the options run_dp tries
 
@@ -240,7 +254,7 @@ class SearchSpace:
                         if self.model.sparse_worthwhile(o.tensor, c.tiling(o.labels))]
                 for r in range(len(thin) + 1):
                     for sparse in itertools.combinations(thin, r):
-                        option = Choice(c.tiles, frozenset(sparse))
+                        option = c.reading(frozenset(sparse))
                         if self.model.fits(v, option):
                             found[v.name].append(option)
         return found
@@ -284,8 +298,12 @@ class SearchSpace:
         """An array input is loaded once per decomposition; a stored table may need a
         repartition."""
         if tensor not in self.stored:
-            item = LoadItem(tensor, need, sparse)
-            return {} if item in self.prepaid else {item: self.repartition(tensor, None, need, sparse)}
+            key = (tensor, need, sparse)
+            found = self._loads.get(key)
+            if found is None:
+                found = self._loads[key] = {
+                    LoadItem(tensor, need, sparse): self.repartition(tensor, None, need, sparse)}
+            return {} if self.prepaid and not self.prepaid.isdisjoint(found) else found
         return self.move_items(tensor, self.stored[tensor], need, consumer, sparse)
 
     def move_items(self, tensor: str, have: Tiling, need: Tiling, consumer: str,
@@ -464,11 +482,10 @@ def greedy(space: SearchSpace) -> Partial:
     choice: dict[str, Choice] = {}
     items: dict[CostItem, float] = {}
     for v in space.dag.vertices:
-        best = None
+        best, own = None, VertexItem(v.name)
         for option in space.options[v.name]:
             choice[v.name] = option
-            extra = {VertexItem(v.name): space.local[(v.name, option)],
-                     **space.operand_items(v, choice)}
+            extra = {own: space.local[(v.name, option)], **space.operand_items(v, choice)}
             added = sum(cost for item, cost in extra.items() if item not in items)
             if best is None or added < best[0]:
                 best = (added, option, extra)
