@@ -150,6 +150,9 @@ class CostModel:
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
         self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
+        self._finite = {v.name: all(stats[o.tensor].finite for o in v.operands)
+                        for v in dag.vertices}     # every operand
+        self._factorable = {v.name: self._factorable_at(v) for v in dag.vertices}
         # vertex() and _tilings(), computed once per vertex and choice
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
         self._tiled_as: dict[tuple[str, tuple], list] = {}     # per tile sizes
@@ -262,14 +265,20 @@ class CostModel:
             else t.out * 8.0 * payload_size(out_tiling)
         t.summable = (self.caps.kernel_sums and v.is_binary and v.op == "mul"
                       and v.agg == "sum" and all(t.payload) and t.aggregated
-                      and all(self.stats[o.tensor].finite for o in v.operands))
+                      and self._finite[v.name])
         t.product = self.is_product(v, tiles)
         t.stacked = t.summable and self.stacked_product(v, tiles)
-        reader = factor_reader(self.dag, v)
-        t.scales = (reader is not None and scalar_factor(self.dag, v, choice) is not None
-                    and all(self.stats[o.tensor].finite for o in v.operands + reader.operands
-                            if o.tensor != v.name))
+        t.scales = (self._factorable[v.name]
+                    and scalar_factor(self.dag, v, choice) is not None)
         return t
+
+    def _factorable_at(self, v: Vertex) -> bool:
+        """Whether `v` has a reader its scalar factor can move into (`scales_only`), every
+        tensor of both finite."""
+        reader = factor_reader(self.dag, v)
+        return reader is not None and all(self.stats[o.tensor].finite
+                                          for o in v.operands + reader.operands
+                                          if o.tensor != v.name)
 
     def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
         """Whether the kernel runs over the packed operand's non-zeros: a product summed,
@@ -309,8 +318,7 @@ class CostModel:
     def pads_safely(self, v: Vertex) -> bool:
         """Padding (zeros) stays zero and adds nothing: a zero-preserving operation on
         finite values, summed."""
-        return v.annihilates and v.agg == "sum" and all(
-            self.stats[o.tensor].finite for o in v.operands)
+        return v.annihilates and v.agg == "sum" and self._finite[v.name]
 
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, choice: Choice) -> VertexCost:
