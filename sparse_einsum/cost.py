@@ -131,7 +131,8 @@ def _payload_bytes(tiling: Tiling) -> float:
 
 class _Tiled:
     """What the choices of a vertex with the same tile sizes share, whichever operands
-    they read sparse: computed once per vertex and tile sizes."""
+    they read sparse: computed once per vertex and tile sizes, the layout first, the
+    estimated tuples and what follows from them when first asked (`join` None before)."""
     __slots__ = ("tilings", "payload", "dense", "largest", "pads", "keyed", "cells", "t_in",
                  "join", "aggregated", "out", "state", "summable", "product", "stacked",
                  "scales")
@@ -200,7 +201,7 @@ class CostModel:
         return found
 
     def _fit(self, v: Vertex, choice: Choice) -> bool:
-        t, sparse = self._per_tiles(v, choice), choice.sparse
+        t, sparse = self._laid_out(v, choice), choice.sparse
         if (self.scalars_only or v.defaults) and any(t.payload):
             return False         # payloads hold doubles, and absent entries as 0
         if sparse and not (self.caps.sparse_payloads and all(t.payload[k] for k in sparse)):
@@ -216,6 +217,7 @@ class CostModel:
             return False
         if t.cells == 1:
             return True                       # no kernel: plain SQL on scalars
+        t = self._per_tiles(v, choice)
         rows = min(t.join, KERNEL_BATCH)
         per_row = sum(b for b, k in zip(payload_in, t.keyed) if k)
         if not (t.summable and not sparse):     # the kernel's results, formed
@@ -234,15 +236,15 @@ class CostModel:
         return [self.payload_bytes(o.tensor, t.tilings[k][0], True) if k in packed
                 else t.dense[k] for k, o in enumerate(v.operands)]
 
-    def _per_tiles(self, v: Vertex, choice: Choice) -> _Tiled:
-        """The vertex's costs under the choice's tile sizes that do not depend on which
-        operands are read sparse (see `_Tiled`)."""
+    def _laid_out(self, v: Vertex, choice: Choice) -> _Tiled:
+        """`_per_tiles` with the layout only (tilings, payload sizes), as feasibility
+        needs it first."""
         key = (v.name, choice.tiles)
         t = self._shared.get(key)
         if t is not None:
             return t
         t = self._shared[key] = _Tiled()
-        tiles, sizes = choice.sizes, self._sizes[v.name]
+        tiles = choice.sizes
         t.tilings = tilings = self._tilings(v, choice)
         t.payload = [bool(payload_axes(tl)) for tl, _ in tilings]
         t.dense = [_payload_bytes(tl) for tl, _ in tilings]
@@ -250,6 +252,16 @@ class CostModel:
         t.pads = any(pads(tl, shape) for tl, shape in tilings)
         t.keyed = [bool(keyed_axes(tl, shape)) for tl, shape in tilings[:-1]]
         t.cells = prod(tiles[l] for l in v.all_labels)
+        t.join = None
+        return t
+
+    def _per_tiles(self, v: Vertex, choice: Choice) -> _Tiled:
+        """The vertex's costs under the choice's tile sizes that do not depend on which
+        operands are read sparse (see `_Tiled`)."""
+        t = self._laid_out(v, choice)
+        if t.join is not None:
+            return t
+        tiles, sizes, tilings = choice.sizes, self._sizes[v.name], t.tilings
         t.t_in, t.join = self.joined(v, choice)
         t.aggregated = any(tiles[l] < sizes[l] for l in v.agg_labels)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]

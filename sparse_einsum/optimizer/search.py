@@ -93,17 +93,22 @@ class Partial:
     copied: a merge costs the shared part's size, not the plan's, so the DP is linear on
     tree-shaped programs of any length.
     """
-    __slots__ = ("total", "checked", "counted", "parts", "signature", "rank_key")
+    __slots__ = ("total", "checked", "counted", "parts", "signature", "_rank")
 
     def __init__(self, total: float, checked: dict[str, Choice],
                  counted: dict[CostItem, float], parts: tuple, signature: int):
         self.total = total
-        # the total to 12 digits: plans whose costs differ only by rounding tie (and keep
-        # the order they were found in)
-        self.rank_key = float(f"{total:.12g}")
+        self._rank: float | None = None      # `rank_key`, when first asked
         self.checked, self.counted = checked, counted   # never mutated after construction
         self.parts = parts            # Partials and (item, cost, choice or None) entries
         self.signature = signature    # sum of the choices' hashes: identifies the choice set
+
+    def rank_key(self) -> float:
+        """The total to 12 digits: plans whose costs differ only by rounding tie (and keep
+        the order they were found in)."""
+        if self._rank is None:
+            self._rank = float(f"{self.total:.12g}")
+        return self._rank
 
     @staticmethod
     def make(choices: dict[str, Choice], costs: dict[CostItem, float]) -> "Partial":
@@ -112,7 +117,8 @@ class Partial:
 
     def merge(self, other: "Partial") -> "Partial | None":
         """Both partials together; None when they disagree on a shared vertex."""
-        small, large = sorted((self, other), key=lambda p: len(p.checked) + len(p.counted))
+        small, large = (self, other) if len(self.checked) + len(self.counted) <= \
+            len(other.checked) + len(other.counted) else (other, self)
         signature = small.signature + large.signature
         for name, choice in small.checked.items():
             have = large.checked.get(name)
@@ -222,7 +228,7 @@ def _best(candidates: Iterable[Partial | None], k: int) -> list[Partial]:
     for c in candidates:
         if c is not None and (c.signature not in unique or c.total < unique[c.signature].total):
             unique[c.signature] = c
-    return heapq.nsmallest(k, unique.values(), key=lambda c: c.rank_key)
+    return heapq.nsmallest(k, unique.values(), key=Partial.rank_key)
 
 
 def _merge_lists(a: list[Partial], b: list[Partial], k: int) -> list[Partial]:
@@ -346,12 +352,12 @@ class SearchSpace:
         operand = v.operands[n]
         if operand.tensor in self.dag.inputs:
             return [Partial.make({}, self.input_items(operand.tensor, need, v.name, sparse))]
-        cands = []
+        cands, shared = [], v.name in self.shared
         for have, lst in table[operand.tensor].items():
-            moves = self.move_items(operand.tensor, have, need, v.name, sparse)
+            moves = self.move_items(operand.tensor, have, need, v.name, sparse).items()
             for part in lst:
-                for item, cost in moves.items():
-                    part = part.plus(item, cost, None, v.name in self.shared)
+                for item, cost in moves:
+                    part = part.plus(item, cost, None, shared)
                 cands.append(part)
         return _best(cands, k)
 
