@@ -1,6 +1,7 @@
 """First calls: statistics and planning of the benchmark programs, nothing cached.
 
     python -m experiments.bench_first_call [--dataset cora] [--repeats 9] [--profile N]
+        [--programs gcn2,...]
 
 For each program of experiments/programs, and a ten-statement program (a 3-layer GCN
 with a row maximum, `TEN_STATEMENTS`), on the data of `--dataset`: fresh copies of the
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset", default="cora")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--programs", default=None,
+                    help="comma-separated names as printed (default: all)")
     args = ap.parse_args(argv)
     db, _ = open_backend("duckdb", shared=True)
     try:
@@ -90,7 +93,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{args.repeats} (ms)")
         print(f"  {'program':<24} {'statements':>10} {'total':>8} {'statistics':>10} "
               f"{'order':>8} {'plan':>8}")
+        chosen = args.programs.split(",") if args.programs else None
         for name, (program, data) in programs(args.dataset).items():
+            if chosen is not None and name.split()[0] not in chosen:
+                continue
             first_call(program, data, db)                  # imports, caches of code
             runs = [first_call(program, data, db) for _ in range(args.repeats)]
             statements = sum(1 for line in program.splitlines()

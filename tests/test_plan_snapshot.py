@@ -17,7 +17,7 @@ import pytest
 
 from sparse_einsum import Session
 from sparse_einsum.cost import DEFAULT_PARAMS
-from sparse_einsum.sql.duckdb import DuckDBDialect, DuckDBNativeDialect
+from sparse_einsum.sql.duckdb import DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
 from sparse_einsum.sql.spark import SparkDialect
 
@@ -26,7 +26,7 @@ from experiments.workloads import WORKLOADS, workload  # noqa: E402
 
 SNAPSHOT = Path(__file__).parent / "data" / "plan_snapshot.json"
 DATASETS = ("karate", "cora")
-DIALECTS = {d.name: d for d in (DuckDBNativeDialect, DuckDBDialect, PostgresDialect, SparkDialect)}
+DIALECTS = {d.name: d for d in (DuckDBNativeDialect, PostgresDialect, SparkDialect)}
 STRATEGIES = (("optimal", 1), ("rank:1", 3), ("greedy", 1))
 MEMORY_CAP = float(256 << 20)        # fixed: the default depends on the machine
 
