@@ -41,13 +41,19 @@ def plans_of(name: str, dataset: str, dialect: str) -> dict:
     path, data = _data(name, dataset)
     with Session(path.read_text(), data, backend=None, dialect=DIALECTS[dialect](),
                  params=DEFAULT_PARAMS[dialect], memory_cap=MEMORY_CAP) as session:
-        found = {"dag": [repr(v) for v in session.dag.vertices]}
+        found = {"dag": [_vertex(v) for v in session.dag.vertices]}
         for strategy, top in STRATEGIES:
             found[f"{strategy} top {top}"] = [
                 {"choices": [p.uclc(session.dag, v) for v in session.dag.vertices],
                  "cost": p.cost}
                 for p in session.plans(strategy, top)]
     return found
+
+
+def _vertex(v) -> str:
+    """A lowered statement as text, e.g. ``Z[i,h] = mul/sum(Z~1[i,f], W1[f,h])``."""
+    operands = ", ".join(f"{o.tensor}[{','.join(o.labels)}]" for o in v.operands)
+    return f"{v.name}[{','.join(v.labels)}] = {v.op}/{v.agg}({operands})"
 
 
 CASES = [(n, d, k) for n in sorted(WORKLOADS) for d in DATASETS for k in DIALECTS]
