@@ -129,6 +129,15 @@ def _payload_bytes(tiling: Tiling) -> float:
     return 8.0 * payload_size(tiling) if payload_axes(tiling) else 0.0
 
 
+class _Tiled:
+    """What the choices of a vertex with the same tile sizes share, whichever operands
+    they read sparse: computed once per vertex and tile sizes, the layout first, the
+    estimated tuples and what follows from them when first asked (`join` None before)."""
+    __slots__ = ("tilings", "payload", "dense", "largest", "pads", "keyed", "cells", "t_in",
+                 "join", "aggregated", "out", "state", "summable", "product", "stacked",
+                 "scales")
+
+
 class CostModel:
     """Costs of vertices and repartitions for one DAG, its statistics and constants."""
 
@@ -142,9 +151,13 @@ class CostModel:
                      for v in dag.vertices}
         self._sizes = {v.name: dag.label_sizes(v) for v in dag.vertices}
         self._skew = {v.name: join_skew(v, self._ops[v.name]) for v in dag.vertices}
+        self._finite = {v.name: all(stats[o.tensor].finite for o in v.operands)
+                        for v in dag.vertices}     # every operand
+        self._factorable = {v.name: self._factorable_at(v) for v in dag.vertices}
         # vertex() and _tilings(), computed once per vertex and choice
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
         self._tiled_as: dict[tuple[str, tuple], list] = {}     # per tile sizes
+        self._shared: dict[tuple[str, tuple], _Tiled] = {}      # per tile sizes
         self._fits: dict[tuple[str, Choice], bool] = {}
         self._joins: dict[tuple, tuple[list[float], float]] = {}   # joined(), per tile sizes
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
@@ -188,35 +201,96 @@ class CostModel:
         return found
 
     def _fit(self, v: Vertex, choice: Choice) -> bool:
-        tilings = self._tilings(v, choice)
-        if (self.scalars_only or v.defaults) and any(payload_axes(t) for t, _ in tilings):
+        t, sparse = self._laid_out(v, choice), choice.sparse
+        if (self.scalars_only or v.defaults) and any(t.payload):
             return False         # payloads hold doubles, and absent entries as 0
-        if choice.sparse and not (self.caps.sparse_payloads and all(
-                payload_axes(tilings[k][0]) for k in choice.sparse)):
+        if sparse and not (self.caps.sparse_payloads and all(t.payload[k] for k in sparse)):
             return False
         limit = self.caps.max_payload_values
-        if limit is not None and any(payload_size(t) > limit for t, _ in tilings):
+        if limit is not None and t.largest > limit:
             return False
-        if any(pads(t, shape) for t, shape in tilings) and not self.pads_safely(v):
+        if t.pads and not self.pads_safely(v):
             return False
-        packed = choice.sparse if self.sparse_driven(v, choice) else frozenset()
-        payload_in = [self.payload_bytes(o.tensor, t, k in packed)
-                      for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
-        if max(payload_in + [_payload_bytes(tilings[-1][0])]) > self.cap:
+        payload_in = self._bytes_in(v, choice, t, sparse if self.sparse_driven(v, choice)
+                                    else frozenset())
+        if max(payload_in + [t.dense[-1]]) > self.cap:
             return False
-        tiles = choice.sizes
-        if all(b == 1 for b in tiles.values()):
+        if t.cells == 1:
             return True                       # no kernel: plain SQL on scalars
-        rows = min(self.joined(v, choice)[1], KERNEL_BATCH)
-        keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
-        per_row = sum(b for b, k in zip(payload_in, keyed) if k)
-        if not self.kernel_summed(v, choice):     # the kernel's results, formed
-            per_row += _payload_bytes(tilings[-1][0])
+        t = self._per_tiles(v, choice)
+        rows = min(t.join, KERNEL_BATCH)
+        per_row = sum(b for b, k in zip(payload_in, t.keyed) if k)
+        if not (t.summable and not sparse):     # the kernel's results, formed
+            per_row += t.dense[-1]
         if not (v.annihilates and v.op == "mul"):
-            per_row += 8.0 * prod(tiles[l] for l in v.all_labels)
-        once = sum(b for b, k in zip(payload_in, keyed) if not k)
+            per_row += 8.0 * t.cells
+        once = sum(b for b, k in zip(payload_in, t.keyed) if not k)
         return rows * per_row + once <= self.cap and (
-            self.state_cap is None or self.state_bytes(v, choice) <= self.state_cap)
+            self.state_cap is None or t.state <= self.state_cap)
+
+    def _bytes_in(self, v: Vertex, choice: Choice, t: _Tiled, packed: frozenset[int]
+                  ) -> list[float]:
+        """Payload bytes of each operand's tuples, those in `packed` sparse."""
+        if not packed:
+            return t.dense[:-1]
+        return [self.payload_bytes(o.tensor, t.tilings[k][0], True) if k in packed
+                else t.dense[k] for k, o in enumerate(v.operands)]
+
+    def _laid_out(self, v: Vertex, choice: Choice) -> _Tiled:
+        """`_per_tiles` with the layout only (tilings, payload sizes), as feasibility
+        needs it first."""
+        key = (v.name, choice.tiles)
+        t = self._shared.get(key)
+        if t is not None:
+            return t
+        t = self._shared[key] = _Tiled()
+        tiles = choice.sizes
+        t.tilings = tilings = self._tilings(v, choice)
+        t.payload = [bool(payload_axes(tl)) for tl, _ in tilings]
+        t.dense = [_payload_bytes(tl) for tl, _ in tilings]
+        t.largest = max(payload_size(tl) for tl, _ in tilings)
+        t.pads = any(pads(tl, shape) for tl, shape in tilings)
+        t.keyed = [bool(keyed_axes(tl, shape)) for tl, shape in tilings[:-1]]
+        t.cells = prod(tiles[l] for l in v.all_labels)
+        t.join = None
+        return t
+
+    def _per_tiles(self, v: Vertex, choice: Choice) -> _Tiled:
+        """The vertex's costs under the choice's tile sizes that do not depend on which
+        operands are read sparse (see `_Tiled`)."""
+        t = self._laid_out(v, choice)
+        if t.join is not None:
+            return t
+        tiles, sizes, tilings = choice.sizes, self._sizes[v.name], t.tilings
+        t.t_in, t.join = self.joined(v, choice)
+        t.aggregated = any(tiles[l] < sizes[l] for l in v.agg_labels)
+        grouping = [l for l in v.labels if tiles[l] < sizes[l]]
+        if t.aggregated:
+            ops = self._ops[v.name]
+            groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
+                          for l in grouping)
+            t.out = distinct_after(groups, t.join) if grouping else min(t.join, 1.0)
+        else:
+            t.out = t.join
+        out_tiling = tilings[-1][0]
+        t.state = 0.0 if not t.payload[-1] or all(tiles[l] == sizes[l] for l in v.agg_labels) \
+            else t.out * 8.0 * payload_size(out_tiling)
+        t.summable = (self.caps.kernel_sums and v.is_binary and v.op == "mul"
+                      and v.agg == "sum" and all(t.payload) and t.aggregated
+                      and self._finite[v.name])
+        t.product = self.is_product(v, tiles)
+        t.stacked = t.summable and self.stacked_product(v, tiles)
+        t.scales = (self._factorable[v.name]
+                    and scalar_factor(self.dag, v, choice) is not None)
+        return t
+
+    def _factorable_at(self, v: Vertex) -> bool:
+        """Whether `v` has a reader its scalar factor can move into (`scales_only`), every
+        tensor of both finite."""
+        reader = factor_reader(self.dag, v)
+        return reader is not None and all(self.stats[o.tensor].finite
+                                          for o in v.operands + reader.operands
+                                          if o.tensor != v.name)
 
     def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
         """Whether the kernel runs over the packed operand's non-zeros: a product summed,
@@ -230,12 +304,7 @@ class CostModel:
         """Whether the aggregate sums the kernel's results without forming them (the
         engine's `kernel_sums`, as the compiler uses it): a product of two dense payloads
         over finite values, summed over a key."""
-        tilings = self._tilings(v, choice)
-        tiles, sizes = choice.sizes, self._sizes[v.name]
-        return (self.caps.kernel_sums and v.is_binary and v.op == "mul" and v.agg == "sum"
-                and not choice.sparse and all(payload_axes(t) for t, _ in tilings)
-                and any(tiles[l] < sizes[l] for l in v.agg_labels)
-                and all(self.stats[o.tensor].finite for o in v.operands))
+        return self._per_tiles(v, choice).summable and not choice.sparse
 
     @staticmethod
     def stacked_product(v: Vertex, tiles: dict[str, int]) -> bool:
@@ -249,28 +318,19 @@ class CostModel:
     def state_bytes(self, v: Vertex, choice: Choice) -> float:
         """Bytes of the array states of an element-wise aggregate: one output-sized array
         per group (0 when nothing is aggregated into arrays)."""
-        out_tiling = self._tilings(v, choice)[-1][0]
-        tiles, sizes = choice.sizes, self._sizes[v.name]
-        if not payload_axes(out_tiling) or all(tiles[l] == sizes[l] for l in v.agg_labels):
-            return 0.0
-        return self.vertex(v, choice).out_tuples * 8.0 * payload_size(out_tiling)
+        return self._per_tiles(v, choice).state
 
     def scales_only(self, v: Vertex, choice: Choice) -> bool:
         """Whether `v` is a product the compiler passes through with its scalar factor
         beside the payload (`sql.factor`), running no kernel: read by one product summing
         it, every tensor finite (the reader's own decomposition, which must keep
         its result scalar, is not known here)."""
-        reader = factor_reader(self.dag, v)
-        return (reader is not None and not choice.sparse
-                and scalar_factor(self.dag, v, choice) is not None
-                and all(self.stats[o.tensor].finite for o in v.operands + reader.operands
-                        if o.tensor != v.name))
+        return self._per_tiles(v, choice).scales and not choice.sparse
 
     def pads_safely(self, v: Vertex) -> bool:
         """Padding (zeros) stays zero and adds nothing: a zero-preserving operation on
         finite values, summed."""
-        return v.annihilates and v.agg == "sum" and all(
-            self.stats[o.tensor].finite for o in v.operands)
+        return v.annihilates and v.agg == "sum" and self._finite[v.name]
 
     # -- one vertex -----------------------------------------------------------
     def vertex(self, v: Vertex, choice: Choice) -> VertexCost:
@@ -280,19 +340,17 @@ class CostModel:
         return found
 
     def _vertex(self, v: Vertex, choice: Choice) -> VertexCost:
-        p, sizes, ops = self.p, self._sizes[v.name], self._ops[v.name]
-        tiles = choice.sizes
-        tilings = self._tilings(v, choice)
-        bytes_in = [self.payload_bytes(o.tensor, t, k in choice.sparse)
-                    for k, (o, (t, _)) in enumerate(zip(v.operands, tilings))]
-        bytes_out = _payload_bytes(tilings[-1][0])
-        t_in, join = self.joined(v, choice)
+        p, t, sparse = self.p, self._per_tiles(v, choice), choice.sparse
+        tilings = t.tilings
+        bytes_in = self._bytes_in(v, choice, t, sparse)
+        bytes_out = t.dense[-1]
+        t_in, join = t.t_in, t.join
         # a one-tuple operand joined to a keyed one is bound into the kernel once
         per_tuple = list(bytes_in)
         once = 0.0
         shared = False        # one operand is one tuple joined to every keyed tuple of the other
         if v.is_binary and v.op == "mul":
-            keyed = [bool(keyed_axes(t, shape)) for t, shape in tilings[:-1]]
+            keyed = t.keyed
             # measured on DuckDB: rows of a sparse matrix against one 173 MB array, 8 s
             # for 169k rows (83 batches each reading it) where this term said 0.06 s
             reads = 1.0 if self.caps.constants_once else ceil(join / KERNEL_BATCH)
@@ -302,25 +360,21 @@ class CostModel:
                     per_tuple[k] = 0.0
                     shared = True
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
-        summed = self.kernel_summed(v, choice)
-        grouping = [l for l in v.labels if tiles[l] < sizes[l]]
-        if any(tiles[l] < sizes[l] for l in v.agg_labels):
-            groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
-                          for l in grouping)
-            out = distinct_after(groups, join) if grouping else min(join, 1.0)
+        summed = t.summable and not sparse
+        out = t.out
+        if t.aggregated:
             sub_out = payload_size(tilings[-1][0])
             # summed unformed: the adds are the kernel's (one product over the tuples)
             c_agg = max(join - out, 0.0) * (p.c_fixed if summed else
                                             bytes_out * p.c_xfer + sub_out * p.c_add + p.c_fixed)
         else:
-            out, c_agg = join, 0.0
+            c_agg = 0.0
         # tuples summed unformed run as one matrix product per run of tuples of one group
         # within a batch: worth it where the groups are few (measured: 1.3M tuples into
         # 2646 groups of 64 x 256 ran the products one tuple at a time, 19 s)
-        stacked = (summed and self.stacked_product(v, tiles)
-                   and min(join, KERNEL_BATCH) >= STACKED_TUPLES * out)
-        c_kernel = 0.0 if self.scales_only(v, choice) else \
-            join * self._kernel_seconds(v, choice, tilings, bytes_in, shared, stacked)
+        stacked = summed and t.stacked and min(join, KERNEL_BATCH) >= STACKED_TUPLES * out
+        c_kernel = 0.0 if t.scales and not sparse else \
+            join * self._kernel_seconds(v, choice, t, bytes_in, shared, stacked)
         # writing the output relation (beyond section 7.2: measured to matter for big
         # outputs); one that streams into its reader is not stored and runs no statement of
         # its own, but its payloads are still made and moved (pricing them at nothing chose
@@ -331,8 +385,8 @@ class CostModel:
         # shuffles and broadcasts move data
         spread = 1.0 / self.tasks(join)
         moves = vertex_exchanges(
-            v, tiles, sizes, [t * row_bytes(len(keyed_axes(*tl)), b)
-                              for t, tl, b in zip(t_in, tilings, bytes_in)],
+            v, choice.sizes, self._sizes[v.name],
+            [n * row_bytes(len(keyed_axes(*tl)), b) for n, tl, b in zip(t_in, tilings, bytes_in)],
             join, out, row_bytes(len(keyed_axes(*tilings[-1])), bytes_out), p.parallelism
         ) if p.c_shuffle else ()
         shuffle = p.c_shuffle * sum(e.bytes * (spread if e.key else 1.0) for e in moves)
@@ -344,7 +398,7 @@ class CostModel:
         no more than one a tuple (a tuple is never split between tasks)."""
         return max(min(self.p.parallelism, tuples), 1.0)
 
-    def _kernel_seconds(self, v: Vertex, choice: Choice, tilings: list, bytes_in: list[float],
+    def _kernel_seconds(self, v: Vertex, choice: Choice, t: _Tiled, bytes_in: list[float],
                         shared: bool, stacked: bool = False) -> float:
         """Seconds of the kernel on one joined tuple: the dense loop (a matrix product of
         rows against one `shared` tuple at c_gemm_rows where the engine batches them; of
@@ -352,17 +406,17 @@ class CostModel:
         for a product with one sparse operand, its non-zeros, each visited once and times
         the other operand's own payload (where the engine has such a kernel; else the
         sparse payload is densified)."""
-        tiles = choice.sizes
         per_flop = self.p.c_kernel
         if self.p.c_gemm and stacked:
             per_flop = self.p.c_gemm
-        elif self.p.c_gemm and self.is_product(v, tiles):
+        elif self.p.c_gemm and t.product:
             batched = shared and not choice.sparse and self.p.c_gemm_rows
             per_flop = self.p.c_gemm_rows if batched else self.p.c_gemm
-        loop = prod(tiles[l] for l in v.all_labels) * (2 if v.is_binary else 1) * per_flop
+        loop = t.cells * (2 if v.is_binary else 1) * per_flop
         if not choice.sparse:
             return loop
-        densify = sum(payload_size(tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
+        tiles = choice.sizes
+        densify = sum(payload_size(t.tilings[k][0]) for k in choice.sparse) * self.p.c_kernel
         if self.sparse_driven(v, choice) and self.p.c_sparse:
             (s,) = choice.sparse
             other = prod(tiles[l] for l in v.all_labels

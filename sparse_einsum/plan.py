@@ -34,9 +34,21 @@ class Choice:
 
     def __post_init__(self) -> None:
         # set here, not as cached properties, which take a lock on first use (the optimizer
-        # makes a thousand choices per program)
+        # makes a thousand choices per program and looks them up many times)
         object.__setattr__(self, "_sizes", dict(self.tiles))
         object.__setattr__(self, "_tilings", {})     # tiling(), per labels asked
+        object.__setattr__(self, "_hash", hash((self.tiles, self.sparse)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def reading(self, sparse: frozenset[int]) -> "Choice":
+        """The same tile sizes with the operands at positions `sparse` read sparse."""
+        if sparse == self.sparse:
+            return self
+        other = Choice(self.tiles, sparse)
+        object.__setattr__(other, "_tilings", self._tilings)     # the same tilings
+        return other
 
     @property
     def sizes(self) -> dict[str, int]:

@@ -16,7 +16,7 @@ So an axis has a key column when b < n and a payload axis when b > 1 (an axis of
 from __future__ import annotations
 
 from functools import lru_cache
-from math import ceil, prod
+from math import ceil, expm1, log1p, prod
 
 import numpy as np
 
@@ -123,4 +123,4 @@ def tile_distinct(distinct: float, n: int, b: int) -> float:
         return float(distinct)
     if distinct >= n:
         return float(key_range(b, n))
-    return key_range(b, n) * -float(np.expm1(b * np.log1p(-distinct / n)))
+    return key_range(b, n) * -expm1(b * log1p(-distinct / n))

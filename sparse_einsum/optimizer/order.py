@@ -52,13 +52,17 @@ class SparsePaths:
     stored: dict[str, Tiling] = field(default_factory=dict)
     stats: dict[str, TensorStats] = field(init=False)
     _known: int = field(init=False, default=0)     # vertices of the DAG with statistics
+    # the DAG and statistics of a product along a path, for the product being ordered
+    _products: dict[tuple, tuple[Dag, dict[str, TensorStats]]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.stats = dict(self.input_stats)
+        self._products = {}
 
     def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
                  const: float = 1.0) -> ContractionPath:
         self._catch_up(dag)
+        self._products = {}
         dense = dense_path(dag, operands, target)
         if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
             return dense                        # nothing sparse: opt_einsum's path
@@ -95,9 +99,9 @@ class SparsePaths:
               target: tuple[str, ...], const: float = 1.0) -> float:
         """Cost of the best plan of the product along `path` (inf when none fits), over
         promotions and demotions (tiles are left to the plan of the whole program)."""
-        product = self.product_dag(dag, operands, path, target, const)
+        product, stats = self._product(dag, operands, path, target, const)
         ctx = OptimizerContext.build(
-            product, {t: self.stats[t] for t in product.inputs}, self.params,
+            product, stats, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
             **self.options)
         found = dynamic_programming(SearchSpace(product, ctx.model, ctx.stored, tiled=False), 1)
@@ -106,13 +110,21 @@ class SparsePaths:
     def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,
              target: tuple[str, ...]) -> float:
         """Estimated relational join plus output tuples, summed over the path's vertices."""
-        product = self.product_dag(dag, operands, path, target, 1.0)
-        stats = {t: self.stats[t] for t in product.inputs}
-        total = 0.0
-        for v in product.vertices:
-            stats[v.name] = vertex_stats(product, v, stats)
-            total += _work(v, stats)
-        return total
+        product, stats = self._product(dag, operands, path, target, 1.0)
+        return sum(_work(v, stats) for v in product.vertices)
+
+    def _product(self, dag: Dag, operands: list[Operand], path: ContractionPath,
+                 target: tuple[str, ...], const: float) -> tuple[Dag, dict[str, TensorStats]]:
+        """`product_dag` and the statistics of its tensors, made once per path."""
+        key = (tuple(operands), tuple(target), tuple(map(tuple, path)), const)
+        found = self._products.get(key)
+        if found is None:
+            product = self.product_dag(dag, operands, path, target, const)
+            stats = {t: self.stats[t] for t in product.inputs}
+            for v in product.vertices:
+                stats[v.name] = vertex_stats(product, v, stats)
+            found = self._products[key] = (product, stats)
+        return found
 
     def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...]
                     ) -> ContractionPath:

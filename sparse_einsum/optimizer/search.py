@@ -39,28 +39,41 @@ ALL_TILINGS = 512
 SHARED_LIMIT = 48
 
 
+class _Hashed:
+    """A frozen dataclass hashed once (cost items are looked up in many dicts)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(tuple(self.__dict__.values())))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 @dataclass(frozen=True)
-class LoadItem:
+class LoadItem(_Hashed):
     """Loading an array input in one decomposition (once, whoever reads it)."""
     tensor: str
     tiling: Tiling
     sparse: bool = False
+    __hash__ = _Hashed.__hash__
 
 
 @dataclass(frozen=True)
-class VertexItem:
+class VertexItem(_Hashed):
     """Join, aggregate and kernel of one vertex."""
     vertex: str
+    __hash__ = _Hashed.__hash__
 
 
 @dataclass(frozen=True)
-class RepartitionItem:
+class RepartitionItem(_Hashed):
     """Moving a tensor from the decomposition it has to the one a consumer needs."""
     tensor: str
     have: Tiling
     need: Tiling
     consumer: str
     sparse: bool = False
+    __hash__ = _Hashed.__hash__
 
 
 CostItem = Union[LoadItem, VertexItem, RepartitionItem]
@@ -80,17 +93,22 @@ class Partial:
     copied: a merge costs the shared part's size, not the plan's, so the DP is linear on
     tree-shaped programs of any length.
     """
-    __slots__ = ("total", "checked", "counted", "parts", "signature", "rank_key")
+    __slots__ = ("total", "checked", "counted", "parts", "signature", "_rank")
 
     def __init__(self, total: float, checked: dict[str, Choice],
                  counted: dict[CostItem, float], parts: tuple, signature: int):
         self.total = total
-        # the total to 12 digits: plans whose costs differ only by rounding tie (and keep
-        # the order they were found in)
-        self.rank_key = float(f"{total:.12g}")
+        self._rank: float | None = None      # `rank_key`, when first asked
         self.checked, self.counted = checked, counted   # never mutated after construction
         self.parts = parts            # Partials and (item, cost, choice or None) entries
         self.signature = signature    # sum of the choices' hashes: identifies the choice set
+
+    def rank_key(self) -> float:
+        """The total to 12 digits: plans whose costs differ only by rounding tie (and keep
+        the order they were found in)."""
+        if self._rank is None:
+            self._rank = float(f"{self.total:.12g}")
+        return self._rank
 
     @staticmethod
     def make(choices: dict[str, Choice], costs: dict[CostItem, float]) -> "Partial":
@@ -99,7 +117,8 @@ class Partial:
 
     def merge(self, other: "Partial") -> "Partial | None":
         """Both partials together; None when they disagree on a shared vertex."""
-        small, large = sorted((self, other), key=lambda p: len(p.checked) + len(p.counted))
+        small, large = (self, other) if len(self.checked) + len(self.counted) <= \
+            len(other.checked) + len(other.counted) else (other, self)
         signature = small.signature + large.signature
         for name, choice in small.checked.items():
             have = large.checked.get(name)
@@ -209,7 +228,7 @@ def _best(candidates: Iterable[Partial | None], k: int) -> list[Partial]:
     for c in candidates:
         if c is not None and (c.signature not in unique or c.total < unique[c.signature].total):
             unique[c.signature] = c
-    return heapq.nsmallest(k, unique.values(), key=lambda c: c.rank_key)
+    return heapq.nsmallest(k, unique.values(), key=Partial.rank_key)
 
 
 def _merge_lists(a: list[Partial], b: list[Partial], k: int) -> list[Partial]:
@@ -225,6 +244,7 @@ class SearchSpace:
         self.dag, self.model, self.stored, self.tiled = dag, model, stored, tiled
         self._moves: dict[tuple[str, Tiling | None, Tiling, bool], float] = {}
         self._items: dict[tuple, dict[CostItem, float]] = {}     # move_items, cached
+        self._loads: dict[tuple, dict[CostItem, float]] = {}     # input_items, cached
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
         self.pruned: dict[str, list[Choice]] | None = None   # the options run_dp tries
 
@@ -240,7 +260,7 @@ class SearchSpace:
                         if self.model.sparse_worthwhile(o.tensor, c.tiling(o.labels))]
                 for r in range(len(thin) + 1):
                     for sparse in itertools.combinations(thin, r):
-                        option = Choice(c.tiles, frozenset(sparse))
+                        option = c.reading(frozenset(sparse))
                         if self.model.fits(v, option):
                             found[v.name].append(option)
         return found
@@ -284,8 +304,12 @@ class SearchSpace:
         """An array input is loaded once per decomposition; a stored table may need a
         repartition."""
         if tensor not in self.stored:
-            item = LoadItem(tensor, need, sparse)
-            return {} if item in self.prepaid else {item: self.repartition(tensor, None, need, sparse)}
+            key = (tensor, need, sparse)
+            found = self._loads.get(key)
+            if found is None:
+                found = self._loads[key] = {
+                    LoadItem(tensor, need, sparse): self.repartition(tensor, None, need, sparse)}
+            return {} if self.prepaid and not self.prepaid.isdisjoint(found) else found
         return self.move_items(tensor, self.stored[tensor], need, consumer, sparse)
 
     def move_items(self, tensor: str, have: Tiling, need: Tiling, consumer: str,
@@ -328,12 +352,12 @@ class SearchSpace:
         operand = v.operands[n]
         if operand.tensor in self.dag.inputs:
             return [Partial.make({}, self.input_items(operand.tensor, need, v.name, sparse))]
-        cands = []
+        cands, shared = [], v.name in self.shared
         for have, lst in table[operand.tensor].items():
-            moves = self.move_items(operand.tensor, have, need, v.name, sparse)
+            moves = self.move_items(operand.tensor, have, need, v.name, sparse).items()
             for part in lst:
-                for item, cost in moves.items():
-                    part = part.plus(item, cost, None, v.name in self.shared)
+                for item, cost in moves:
+                    part = part.plus(item, cost, None, shared)
                 cands.append(part)
         return _best(cands, k)
 
@@ -464,11 +488,10 @@ def greedy(space: SearchSpace) -> Partial:
     choice: dict[str, Choice] = {}
     items: dict[CostItem, float] = {}
     for v in space.dag.vertices:
-        best = None
+        best, own = None, VertexItem(v.name)
         for option in space.options[v.name]:
             choice[v.name] = option
-            extra = {VertexItem(v.name): space.local[(v.name, option)],
-                     **space.operand_items(v, choice)}
+            extra = {own: space.local[(v.name, option)], **space.operand_items(v, choice)}
             added = sum(cost for item, cost in extra.items() if item not in items)
             if best is None or added < best[0]:
                 best = (added, option, extra)

@@ -193,10 +193,12 @@ def value_stats(v: Vertex, operands: list[TensorStats], sizes: dict[str, int],
 
 
 def propagate(dag: Dag, input_stats: dict[str, TensorStats]) -> dict[str, TensorStats]:
-    """Statistics of every tensor of the DAG: exact for inputs, estimated after."""
+    """Statistics of every tensor of the DAG: exact for inputs, estimated after (those of
+    vertices given in `input_stats` are kept)."""
     stats = dict(input_stats)
     for v in dag.vertices:
-        stats[v.name] = vertex_stats(dag, v, stats)
+        if v.name not in stats:
+            stats[v.name] = vertex_stats(dag, v, stats)
     return stats
 
 

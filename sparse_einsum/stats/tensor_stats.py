@@ -194,7 +194,7 @@ def distinct_after(values: float, draws: float) -> float:
     """Expected distinct values seen when `draws` items fall uniformly on `values` values."""
     if values <= 0 or draws <= 0:
         return 0.0
-    return values * -float(np.expm1(-draws / values))
+    return values * -math.expm1(-draws / values)
 
 
 def dense_stats(shape: tuple[int, ...], **values) -> TensorStats:
