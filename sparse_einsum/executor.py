@@ -36,7 +36,8 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
             count_tuples: bool = False, progress: Callable[[str], None] | None = None,
             sparse: frozenset[str] = frozenset()) -> Execution:
     """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
-    outputs named in `sparse` come back as scipy.sparse arrays, the others dense."""
+    outputs named in `sparse` come back as scipy.sparse arrays, the others dense. The
+    tables of `compiled.combined` stay in the engine, for the caller to drop."""
     with backend.scope():
         return _execute(compiled, arrays, backend, count_tuples, progress, sparse)
 
@@ -63,7 +64,8 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             elif step.target.table in direct:
                 fetched[step.target.table] = backend.run_and_fetch(step)
             else:
-                created.append(step.target)
+                if step.target.table not in compiled.combined:
+                    created.append(step.target)
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
@@ -100,7 +102,7 @@ def _last_reads(compiled: CompiledPlan, reads: list[set[str]]) -> dict[int, list
     """Step index -> the tables made by the run that no later step reads; outputs are
     kept. Dropping them early bounds the memory of a run by the live intermediates (a
     training iteration makes dozens)."""
-    kept = {rel.table for rel in compiled.outputs.values()}
+    kept = {rel.table for rel in [*compiled.outputs.values(), *compiled.combined.values()]}
     last: dict[str, tuple[int, TableRelation]] = {}
     for k, (step, read) in enumerate(zip(compiled.steps, reads)):
         for table in read & last.keys():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparse_einsum import train
+from sparse_einsum import train, training
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
 
@@ -58,8 +58,9 @@ def torch_gcn(data, epochs, lr):
 
 
 def drop_tables(backend, prefix):
-    for name in ["W1", "W2", "W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size",
-                 "adam_sqrt_bias2", "step", "D"]:
+    for name in ["W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size", "adam_sqrt_bias2"]:
+        backend.execute(f'DROP VIEW IF EXISTS "{prefix}_{name}"')
+    for name in ["W1", "W2", "step", "D"]:
         backend.execute(f'DROP TABLE IF EXISTS "{prefix}_{name}"')
 
 
@@ -140,9 +141,12 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
     try:
         with Trainer(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
                      lr=0.1, backend=backend, tables="t_fail") as trainer:
-            first = trainer.iterate()["params"]
-            monkeypatch.setattr(Trainer, "_write_step", lambda self, step, create=False: 1 / 0)
-            with pytest.raises(ZeroDivisionError):
+            trainer.iterate()
+            first = trainer.parameters()
+            replacement = training.replacement_sql   # fails after replacing the tables
+            monkeypatch.setattr(training, "replacement_sql", lambda job, d: [
+                *replacement(job, d), "SELECT * FROM no_such_table"])
+            with pytest.raises(Exception, match="no_such_table"):
                 trainer.iterate()
             assert trainer.step_count() == 1
             now = trainer.parameters()

@@ -7,7 +7,7 @@ classes; this module only arranges joins, domains and groupings.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
@@ -27,6 +27,8 @@ class CompiledPlan:
     steps: list[Step]
     outputs: dict[str, TableRelation]
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
+    # tables holding several outputs side by side (`Combined`), left in the engine by a run
+    combined: dict[str, TableRelation] = field(default_factory=dict)
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -40,24 +42,40 @@ def _grouped(group: str) -> str:
     return group or " HAVING count(*) > 0"
 
 
+@dataclass(frozen=True)
+class Combined:
+    """A table holding outputs of one shape side by side, tiled by `tiling`: their key
+    columns, then one value column per output (`columns`: column -> output); a key where
+    an output has no tuple holds NULL in its column. Written by one statement (the outputs'
+    own statements are streamed into it), e.g. a parameter with its optimizer state."""
+    tiling: Tiling
+    columns: dict[str, str]
+
+
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
-                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset()
-                 ) -> CompiledPlan:
+                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset(),
+                 combined: dict[str, Combined] | None = None) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
     others loaded. With `relational_outputs`, every output ends fully promoted (one key
     column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
     (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
-    0 * NaN is NaN. Intermediates read by one statement are streamed into it (`pipeline`)."""
+    0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
+    tables, which a run leaves in the engine, instead of being fetched. Intermediates
+    read by one statement are streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
     compiler.compile()
+    together = {table: compiler.combine(table, spec) for table, spec in (combined or {}).items()}
+    inside = {tensor for spec in (combined or {}).values() for tensor in spec.columns.values()}
     if relational_outputs:
-        outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs}
+        outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs
+                   if n not in inside}
     else:
-        outputs = compiler.outputs()
-    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values()]}
+        outputs = {n: rel for n, rel in compiler.outputs().items() if n not in inside}
+    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values(),
+                                  *together.values()]}
     return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs,
-                        frozenset(compiler.factors))
+                        frozenset(compiler.factors), together)
 
 
 class Compiler:
@@ -137,6 +155,16 @@ class Compiler:
         """The step storing the rows of `query` in `out`'s table."""
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query))
+
+    def combine(self, table: str, spec: Combined) -> TableRelation:
+        """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
+        rels = {column: self.relation(tensor, spec.tiling)
+                for column, tensor in spec.columns.items()}
+        out = replace(next(iter(rels.values())), table=table, tensor=table)
+        query = combined_query(rels, self.d)
+        self.steps.append(Step("sql", out, self.d.create(table, query, self.temporary), [],
+                               f"{table} = {', '.join(spec.columns.values())}", None, query))
+        return out
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -385,3 +413,26 @@ class Compiler:
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
         labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
         return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"
+
+
+def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
+    """The rows of relations of one shape and tiling side by side: their key columns, then
+    each one's values in its column (zero where it has no tuple; NULL for arrays of
+    engines whose kernels read NULL as zeros)."""
+    q = d.q
+    first = next(iter(rels.values()))
+    zero = d.zero(None if first.is_scalar else first.sub_size)
+    fill = first.is_scalar or not d.null_arrays_are_zeros
+
+    def value(x: str) -> str:
+        return f"coalesce({x}, {zero})" if fill else x
+
+    if not first.keyed:          # one tuple at most each
+        return "SELECT " + ", ".join(f"{value(f'(SELECT val FROM {q(rel.table)})')} AS {q(c)}"
+                                     for c, rel in rels.items())
+    keys = ", ".join(q(c) for c in first.columns)
+    aliases = [f"c{k}" for k in range(len(rels))]
+    frm = " FULL JOIN ".join(f"{q(rel.table)} AS {a}" + (f" USING ({keys})" if k else "")
+                             for k, (a, rel) in enumerate(zip(aliases, rels.values())))
+    values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
+    return f"SELECT {', '.join([keys] + values)} FROM {frm}"

@@ -4,7 +4,9 @@ common table expression of its reader, which every supported engine inlines into
 reader's plan (DuckDB and PostgreSQL >= 12 inline a CTE referenced once; Spark inlines
 CTEs): its tuples stream from the producing operators into the consuming ones instead
 of being written and read back. Chains of single-use intermediates (a product feeding a
-product, a repartition feeding its reader) collapse into one statement.
+product, a repartition feeding its reader) collapse into one statement; an intermediate
+whose readers all collapsed into one statement is then streamed into it too (a common
+table expression read twice, which DuckDB and PostgreSQL compute once).
 
 A statement computes at most `Capabilities.pipeline_depth` intermediates (a longer chain
 keeps a table every so often); engines that should not pipeline set it to 0.
@@ -24,12 +26,21 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
     depth = dialect.capabilities.pipeline_depth
     if not depth:
         return steps
+    kept = set(kept) | {use.constant[1].table for step in steps for use in step.kernels
+                        if use.constant}
+    while True:         # again: readers streamed into one statement make it the one reader
+        streamed = _pass(steps, kept, dialect, temporary, depth)
+        if len(streamed) == len(steps):
+            return steps
+        steps = streamed
+
+
+def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, depth: int
+          ) -> list[Step]:
     readers: dict[str, set[int]] = {}
-    kept = set(kept)
     for k, step in enumerate(steps):
         for table in identifiers(step.sql, dialect.quote):
             readers.setdefault(table, set()).add(k)
-        kept |= {use.constant[1].table for use in step.kernels if use.constant}
     merged: dict[int, Step] = dict(enumerate(steps))
     for k, step in enumerate(steps):
         users = readers.get(step.target.table, set()) - {k}
