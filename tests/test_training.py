@@ -119,6 +119,54 @@ def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
     np.testing.assert_allclose(result.params["W1"], weights[0], rtol=1e-8, atol=1e-12)
 
 
+def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
+    """An iteration runs the statements compiled once: one per parameter for its update
+    and its optimizer state together, the intermediates' drops, and one transaction
+    replacing the tables inside the engine; only the loss and the metrics are fetched,
+    nothing but the data is loaded, and the plan is not chosen again."""
+    data = gcn_data()
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
+    try:
+        with Trainer(GCN, data, backend=backend, tables="t_count", **options) as trainer:
+            trainer.iterate()
+            compiled, job = trainer.compiled, trainer.job
+            updates = [s for s in compiled.steps if s.target.table in compiled.combined]
+            assert [s.target.table for s in updates] == ["t_count_W1_next", "t_count_W2_next"]
+            assert not {s.vertex for s in compiled.steps} & set(job.new.values())
+            calls = []
+            for method in ["execute", "run", "run_and_fetch", "fetch", "load", "query"]:
+                monkeypatch.setattr(backend, method, _counted(calls, method,
+                                                              getattr(backend, method)))
+            monkeypatch.setattr(trainer.session, "plans", None)     # no planning
+            monkeypatch.setattr(trainer.session, "compile", None)   # no compiling
+            trainer.iterate()
+        sql = [s for s in compiled.steps if s.kind == "sql"]
+        fetched = {a.target.tensor for m, a in calls if m == "run_and_fetch"}
+        assert fetched == {"loss", "accuracy"}
+        loads = [a for m, a in calls if m == "load"]
+        assert {a.tensor for a in loads} == {"A", "X", "ce_Y", "ce_w"}
+        assert [a for m, a in calls if m == "run"] == [s for s in sql
+                                                       if s.target.tensor not in fetched]
+        statements = [a for m, a in calls if m == "execute" and a not in {s.sql for s in sql}]
+        dropped = [a for a in statements if a.startswith("DROP TABLE IF")]
+        replacing = [a for a in statements if a not in dropped + ["BEGIN TRANSACTION", "COMMIT"]]
+        assert replacing == training.replacement_sql(job, backend.dialect)
+        assert len(replacing) == 3 * 2 + 1
+        # each table a statement makes is dropped once, but the fetched and the next ones
+        drops = [a for a in dropped if not any(f'"{load.table}"' in a for load in loads)]
+        assert len(drops) == len(sql) - len(fetched) - len(updates)
+        assert not [a for m, a in calls if m == "query"]
+    finally:
+        drop_tables(backend, "t_count")
+
+
+def _counted(calls, method, call):
+    def counted(first, *args, **kwargs):
+        calls.append((method, first))
+        return call(first, *args, **kwargs)
+    return counted
+
+
 def test_sgd_mse_matches_torch():
     rng = np.random.default_rng(3)
     x, w, target = rng.normal(size=(12, 4)), rng.normal(size=(4, 2)), rng.normal(size=(12, 2))
