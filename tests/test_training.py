@@ -102,6 +102,26 @@ def test_weight_gradient_reads_the_forward_product(backend):
     np.testing.assert_allclose(result.params["W2"], weights[1], rtol=1e-8, atol=1e-12)
 
 
+def test_parameters_stored_one_entry_per_row(backend, monkeypatch):
+    """Parameters past STORE_TILE_BYTES live one entry per row, their state beside them:
+    the next tables join the update and its state on the keys; the training is PyTorch's."""
+    monkeypatch.setattr(training, "STORE_TILE_BYTES", 0)
+    data = gcn_data()
+    expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
+    try:
+        with Trainer(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
+                     lr=0.1, backend=backend, tables="t_rows") as trainer:
+            assert trainer.job.in_place()["W1_m"] == (1, 1)
+            assert list(backend.table_columns("t_rows_W1")) == ["f_0", "h_1", "val", "m", "v"]
+            losses = [trainer.iterate()["loss"] for _ in range(3)]
+            params = trainer.parameters()
+    finally:
+        drop_tables(backend, "t_rows")
+    np.testing.assert_allclose(losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+
+
 def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
     """The DP's top-k lists can hold no consistent merge (a GCN iteration at Cora's size
     with may-be-infinite gradients found no plan on native DuckDB): greedy's plan is always
@@ -204,7 +224,7 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
         drop_tables(backend, "t_fail")
 
 
-def test_resume_from_a_duckdb_file(tmp_path):
+def test_resume_from_a_duckdb_file(tmp_path, monkeypatch):
     data = gcn_data()
     expected, _, _ = torch_gcn(data, epochs=4, lr=0.1)
     database = str(tmp_path / "train.duckdb")
@@ -213,6 +233,9 @@ def test_resume_from_a_duckdb_file(tmp_path):
     first = train(GCN, data, **options)
     second = train(GCN, data, resume=True, **options)
     np.testing.assert_allclose(first.losses + second.losses, expected, rtol=1e-9)
+    monkeypatch.setattr(training, "STORE_TILE_BYTES", 0)      # tables of another layout
+    with pytest.raises(DataError, match="cannot resume from table se_train_W1: its columns"):
+        train(GCN, data, resume=True, **options)
 
 
 def test_dropout_is_repeatable_with_a_seed():

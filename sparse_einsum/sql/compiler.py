@@ -74,8 +74,8 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
         outputs = {n: rel for n, rel in compiler.outputs().items() if n not in inside}
     kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values(),
                                   *together.values()]}
-    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs,
-                        frozenset(compiler.factors), together)
+    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary, frozenset(together)),
+                        outputs, frozenset(compiler.factors), together)
 
 
 class Compiler:
