@@ -34,19 +34,25 @@ class Execution:
 
 def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend, *,
             count_tuples: bool = False, progress: Callable[[str], None] | None = None,
-            sparse: frozenset[str] = frozenset()) -> Execution:
+            sparse: frozenset[str] = frozenset(),
+            resident: dict[str, TableRelation] | None = None) -> Execution:
     """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
     outputs named in `sparse` come back as scipy.sparse arrays, the others dense. The
-    tables of `compiled.combined` stay in the engine, for the caller to drop."""
+    tables of `compiled.combined` stay in the engine, for the caller to drop. With
+    `resident` (kept by the caller across runs of `compiled` on the same `arrays`), each
+    input is loaded once: its table stays, recorded there, for the caller to drop."""
     with backend.scope():
-        return _execute(compiled, arrays, backend, count_tuples, progress, sparse)
+        return _execute(compiled, arrays, backend, count_tuples, progress, sparse, resident)
 
 
 def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
              count_tuples: bool, progress: Callable[[str], None] | None,
-             sparse: frozenset[str]) -> Execution:
+             sparse: frozenset[str], resident: dict[str, TableRelation] | None
+             ) -> Execution:
     reports: list[StepReport] = []
     created = []
+    loaded = {} if resident is None else resident     # load tables that outlive the run
+    fresh = set()
     reads = _reads(compiled, backend.dialect.quote)
     done_after = _last_reads(compiled, reads)
     # outputs that no later step reads are fetched from their statement's query, unstored
@@ -57,8 +63,14 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             if progress:
                 progress(f"[{n}/{len(compiled.steps)}] {step.label}")
             start = time.perf_counter()
+            if step.kind == "load" and step.target.table in loaded:
+                continue                               # loaded by an earlier run
             if step.kind == "load":
-                created.append(step.target)
+                if resident is None:
+                    created.append(step.target)
+                else:
+                    loaded[step.target.table] = step.target
+                    fresh.add(step.target.table)
                 backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
                                                         step.target.sparse))
             elif step.target.table in direct:
@@ -71,12 +83,17 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             tuples = backend.row_count(step.target) if count_tuples else None
             reports.append(StepReport(step.label, step.vertex, seconds, tuples))
             for rel in done_after.get(n - 1, ()):    # intermediates no later step reads
-                backend.drop(rel)
-                created.remove(rel)
+                if rel.table not in loaded:
+                    backend.drop(rel)
+                    created.remove(rel)
         results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
                        fetched[rel.table] if rel.table in fetched else backend.fetch(rel),
                        rel.shape, rel.tiling)
                    for name, rel in compiled.outputs.items()}
+    except BaseException:
+        for table in fresh:               # a failed run's loads are not kept
+            created.append(loaded.pop(table))
+        raise
     finally:
         for rel in created:
             backend.drop(rel)

@@ -294,8 +294,8 @@ class Trainer:
     """Runs a `TrainingProgram` on a backend: the parameters and the optimizer state live
     in their tables, which each iteration reads in place and replaces inside the engine in
     one transaction; ``<tables>_step`` counts the iterations done. The plan and its SQL
-    are chosen and compiled once. With `resume`, training continues from the tables a
-    previous run left (on PostgreSQL or a DuckDB file)."""
+    are chosen and compiled once, the data loaded once. With `resume`, training continues
+    from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
 
     def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
                  params: Iterable[str], optimizer: str = "adam", plan: str | Plan = "optimal",
@@ -310,6 +310,7 @@ class Trainer:
         self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
         self.session: Session | None = None
         self.last_run: Execution | None = None       # of the last iteration: its steps
+        self._loaded: dict[str, TableRelation] = {}  # the data's tables, kept across iterations
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
@@ -415,7 +416,8 @@ class Trainer:
                 for name, rate in job.dropout.items():
                     self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
         try:
-            self.last_run = execute(self.compiled, self._arrays, self.backend)
+            self.last_run = execute(self.compiled, self._arrays, self.backend,
+                                    resident=self._loaded)
             with self.backend.transaction():
                 for sql in replacement_sql(job, self.backend.dialect):
                     self.backend.execute(sql)
@@ -436,12 +438,17 @@ class Trainer:
         return out
 
     def close(self) -> None:
-        session = getattr(self, "session", None)
-        if session is not None:
-            session.close()
-        if self._owns_backend:
-            self.backend.close()
-            self._owns_backend = False
+        try:
+            for rel in self._loaded.values():
+                self.backend.drop(rel)
+            self._loaded = {}
+        finally:
+            session = getattr(self, "session", None)
+            if session is not None:
+                session.close()
+            if self._owns_backend:
+                self.backend.close()
+                self._owns_backend = False
 
     def __enter__(self) -> "Trainer":
         return self
