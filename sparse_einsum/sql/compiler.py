@@ -46,8 +46,9 @@ def _grouped(group: str) -> str:
 class Combined:
     """A table holding outputs of one shape side by side, tiled by `tiling`: their key
     columns, then one value column per output (`columns`: column -> output); a key where
-    an output has no tuple holds NULL in its column. Written by one statement (the outputs'
-    own statements are streamed into it), e.g. a parameter with its optimizer state."""
+    an output has no tuple holds its zero (`combined_query`). Written by one statement (the
+    outputs' own statements are streamed into it), e.g. a parameter with its optimizer
+    state."""
     tiling: Tiling
     columns: dict[str, str]
 
