@@ -39,8 +39,10 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
     """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
     outputs named in `sparse` come back as scipy.sparse arrays, the others dense. The
     tables of `compiled.combined` stay in the engine, for the caller to drop. With
-    `resident` (kept by the caller across runs of `compiled` on the same `arrays`), each
-    input is loaded once: its table stays, recorded there, for the caller to drop."""
+    `resident` (kept by the caller across runs of `compiled` on the same `arrays`, whose
+    tables read in place change between runs), each input is loaded once, and each
+    statement that reads only loaded inputs (and such statements) runs once: their tables
+    stay, recorded there, for the caller to drop."""
     with backend.scope():
         return _execute(compiled, arrays, backend, count_tuples, progress, sparse, resident)
 
@@ -51,33 +53,32 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
              ) -> Execution:
     reports: list[StepReport] = []
     created = []
-    loaded = {} if resident is None else resident     # load tables that outlive the run
+    loaded = {} if resident is None else resident     # tables that outlive the run
     fresh = set()
     reads = _reads(compiled, backend.dialect.quote)
     done_after = _last_reads(compiled, reads)
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
     direct = set() if count_tuples else _read_by_none(compiled, reads)
+    invariant = set() if resident is None else _invariant(compiled, reads, direct)
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
                 progress(f"[{n}/{len(compiled.steps)}] {step.label}")
+            if step.target.table in loaded:
+                continue                               # made by an earlier run
             start = time.perf_counter()
-            if step.kind == "load" and step.target.table in loaded:
-                continue                               # loaded by an earlier run
+            if step.target.table in invariant:
+                loaded[step.target.table] = step.target
+                fresh.add(step.target.table)
+            elif step.kind == "load" or step.target.table not in (direct | compiled.combined.keys()):
+                created.append(step.target)
             if step.kind == "load":
-                if resident is None:
-                    created.append(step.target)
-                else:
-                    loaded[step.target.table] = step.target
-                    fresh.add(step.target.table)
                 backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
                                                         step.target.sparse))
             elif step.target.table in direct:
                 fetched[step.target.table] = backend.run_and_fetch(step)
             else:
-                if step.target.table not in compiled.combined:
-                    created.append(step.target)
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
@@ -106,6 +107,18 @@ def _reads(compiled: CompiledPlan, quote: str) -> list[set[str]]:
     return [identifiers(step.sql, quote) | {use.constant[1].table for use in step.kernels
                                             if use.constant}
             for step in compiled.steps]
+
+
+def _invariant(compiled: CompiledPlan, reads: list[set[str]], direct: set[str]) -> set[str]:
+    """The tables of the loads, and of the statements that read only those (but the
+    outputs): the same in every run on the same arrays."""
+    found: set[str] = set()
+    kept = direct | compiled.combined.keys() | {r.table for r in compiled.outputs.values()}
+    for step, read in zip(compiled.steps, reads):
+        table = step.target.table
+        if step.kind == "load" or (table not in kept and read - {table} <= found):
+            found.add(table)
+    return found
 
 
 def _read_by_none(compiled: CompiledPlan, reads: list[set[str]]) -> set[str]:
