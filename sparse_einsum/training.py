@@ -294,8 +294,10 @@ class Trainer:
     """Runs a `TrainingProgram` on a backend: the parameters and the optimizer state live
     in their tables, which each iteration reads in place and replaces inside the engine in
     one transaction; ``<tables>_step`` counts the iterations done. The plan and its SQL
-    are chosen and compiled once, the data loaded once. With `resume`, training continues
-    from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
+    are chosen and compiled once; the data is loaded, and the statements reading only the
+    data run, by the first iteration (`executor.execute`'s `resident`). With `resume`,
+    training continues from the tables a previous run left (on PostgreSQL or a DuckDB
+    file)."""
 
     def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
                  params: Iterable[str], optimizer: str = "adam", plan: str | Plan = "optimal",
@@ -310,7 +312,7 @@ class Trainer:
         self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
         self.session: Session | None = None
         self.last_run: Execution | None = None       # of the last iteration: its steps
-        self._loaded: dict[str, TableRelation] = {}  # the data's tables, kept across iterations
+        self._loaded: dict[str, TableRelation] = {}  # tables of the data, kept across iterations
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
