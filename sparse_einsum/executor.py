@@ -61,7 +61,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     fetched: dict[str, Blocks] = {}
     direct = set() if count_tuples else _read_by_none(compiled, reads)
     invariant = set() if resident is None else _invariant(compiled, reads, direct)
-    not_made = direct | compiled.combined.keys()   # fetched unstored; left for the caller
+    undropped = direct | compiled.combined.keys()   # fetched unstored; left for the caller
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
@@ -72,7 +72,7 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             if step.target.table in invariant:
                 loaded[step.target.table] = step.target
                 fresh.add(step.target.table)
-            elif step.kind == "load" or step.target.table not in not_made:
+            elif step.kind == "load" or step.target.table not in undropped:
                 created.append(step.target)
             if step.kind == "load":
                 backend.load(step.target, decompose(arrays[step.target.tensor], step.target.tiling,
