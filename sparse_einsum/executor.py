@@ -115,9 +115,10 @@ def _invariant(compiled: CompiledPlan, reads: list[set[str]], direct: set[str]) 
     outputs): the same in every run on the same arrays."""
     found: set[str] = set()
     kept = direct | compiled.combined.keys() | {r.table for r in compiled.outputs.values()}
+    tables = compiled.read_in_place | {step.target.table for step in compiled.steps}
     for step, read in zip(compiled.steps, reads):
-        table = step.target.table
-        if step.kind == "load" or (table not in kept and read - {table} <= found):
+        table = step.target.table       # (`read` holds quoted column names too)
+        if step.kind == "load" or (table not in kept and (read & tables) - {table} <= found):
             found.add(table)
     return found
 

@@ -29,6 +29,7 @@ class CompiledPlan:
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
     # tables holding several outputs side by side (`Combined`), left in the engine by a run
     combined: dict[str, TableRelation] = field(default_factory=dict)
+    read_in_place: frozenset[str] = frozenset()     # the tables of the stored inputs
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -76,7 +77,8 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
     kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values(),
                                   *together.values()]}
     return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary, frozenset(together)),
-                        outputs, frozenset(compiler.factors), together)
+                        outputs, frozenset(compiler.factors), together,
+                        frozenset(rel.table for rel in (stored or {}).values()))
 
 
 class Compiler:
