@@ -7,10 +7,10 @@ so that both sides compute the same function. Two modes:
   from the same initial weights; report the largest difference of the loss per epoch and
   of the training accuracy, and the time per epoch of both.
 * ``--iterations K`` (ogbn-arxiv size): time K single iterations (forward, backward, Adam)
-  of both, alternately, after a warm-up; report medians and the parts of ours (input
-  loads, SQL statements, table updates). Where PyTorch Geometric is installed
-  (``pip install torch_geometric``), its GCNConv model is timed in the same rounds and
-  its loss checked against PyTorch's.
+  of both, alternately, after a warm-up; report medians, the parts of ours (input
+  loads, SQL statements) and the statements one iteration sends. Where PyTorch Geometric
+  is installed (``pip install torch_geometric``), its GCNConv model is timed in the same
+  rounds and its loss checked against PyTorch's.
 
     python -m experiments.train_gcn --graph cora --epochs 50
     python -m experiments.train_gcn --graph ogbn-arxiv --iterations 3
@@ -132,6 +132,31 @@ def parts(trainer: Trainer) -> dict[str, float]:
     return {"loads_s": loads, "statements_s": sum(s.seconds for s in steps) - loads}
 
 
+def statements(trainer: Trainer) -> int:
+    """The SQL statements (and loads) one more iteration sends to the engine."""
+    backend, count, depth = trainer.backend, [0], [0]
+
+    def counted(call):
+        def wrapper(*args, **kwargs):
+            count[0] += not depth[0]          # not a call made inside a counted one
+            depth[0] += 1
+            try:
+                return call(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+        return wrapper
+
+    methods = ("execute", "query", "run", "run_and_fetch", "fetch", "load")
+    for name in methods:
+        setattr(backend, name, counted(getattr(backend, name)))
+    try:
+        trainer.iterate()
+    finally:
+        for name in methods:
+            delattr(backend, name)
+    return count[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -214,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         if "pyg_seconds" in rows[0]:
             pyg_s = statistics.median(r["pyg_seconds"] for r in rows)
             print(f"PyTorch Geometric (GCNConv) {pyg_s:.3f} s: ours / PyG {ours_s / pyg_s:.2f}")
+        print(f"statements per iteration (SQL, loads and fetches): {statements(trainer)}")
         slowest = sorted(trainer.last_run.steps, key=lambda s: -s.seconds)[:SLOWEST]
         print("slowest steps of the last iteration: " + "; ".join(
             f"{s.label} {s.seconds:.2f} s" for s in slowest))

@@ -28,12 +28,14 @@ from .plan import Plan
 from .program.model import InputDecl, Program
 from .program.parser import load_program
 from .session import ASSUMED_PER_INDEX, Session
+from .sql.compiler import Combined
 from .sql.dialect import Dialect
 from .sql.duckdb import file_scan
 from .sql.pretty import pretty
 from .sql.sources import checked_import_sql, checked_table_sql
 from .sql.steps import TableRelation
 from .sql.templates import SQL, render
+from .tiling import Tiling
 
 PREFIX = "se_job"               # intermediates: se_job_in<N> (inputs), se_job_t<N>
 EMBED_LIMIT = 100_000           # most non-zeros of one input embedded as INSERTs
@@ -43,15 +45,18 @@ ROWS_PER_INSERT = 1000
 def compile_job(program: Program | str | Path, *, dialect: str, data: dict | None = None,
                 plan: str | Plan = "optimal", dsn: str | None = None,
                 database: str | None = None, extension: str | None = None,
-                before: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+                before: Sequence[str] = (), after: Sequence[str] = (),
+                in_place: dict[str, Tiling] | None = None,
+                combined: dict[str, Combined] | None = None) -> str:
     """The SQL job of `program` for `dialect` (one of JOBS) under `plan`.
 
     Shapes and statistics come from the live database when `dsn` (postgres) or
     `database` (a DuckDB file) is given; otherwise from declared bounds and assumptions.
     Inputs without a table binding are embedded from `data`. A duckdb job LOADs the
     DuckDB extension from `extension` (default: the one built on this machine). The
-    statements `before` run first in the job's transaction, those `after` last (a training
-    iteration's updates).
+    statements `before` run first in the job's transaction, those `after` last. A training
+    iteration reads the inputs in `in_place` from their tables as they are (tiled as
+    given) and leaves the outputs in `combined` in those TEMP tables for `after`.
     """
     program = load_program(program)
     data = dict(data or {})
@@ -64,14 +69,16 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                                f"inputs from tables, so bind it with `input {name}[...] from "
                                f"TABLE(key columns, value column)` (or give its data to embed it)")
     with Session(program, data, dialect=job_dialect, inputs_in_tables=True, prefix=PREFIX,
-                 **_statistics_backend(dsn, database)) as session:
+                 in_place=in_place, **_statistics_backend(dsn, database)) as session:
         chosen = session.plan(plan)
         try:
-            compiled = session.compile(chosen, temporary=True, relational_outputs=True)
+            compiled = session.compile(chosen, temporary=True, relational_outputs=True,
+                                       combined=combined)
         except PlanError as exc:
             raise PlanError(f"plan {chosen.name or plan!r} cannot be compiled for {dialect}: {exc} "
                             "(the optimizer's plans always fit: use --plan optimal)") from None
-        stored = session.table_inputs()
+        stored = {name: rel for name, rel in session.table_inputs().items()
+                  if name not in session.in_place}
         where = ("measured at compile time in the PostgreSQL database" if dsn else
                  f"measured at compile time in {database}" if database else
                  f"assumed (no database given): each table holds min(size, "
@@ -98,9 +105,10 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         out += ["", "-- intermediates"]
         out += [render("common/job_drop", job_dialect.quote, table=t) + ";" for t in
                 dict.fromkeys([r.table for r in stored.values()] +
-                              [s.target.table for s in compiled.steps])]
+                              [s.target.table for s in compiled.steps
+                               if s.target.table not in compiled.combined])]
         out += ([""] if after else []) + [f"{sql};" for sql in after]
-        header = _header(program, chosen, session.dag, job, where, stored, load)
+        header = _header(program, chosen, session.dag, job, where, session.table_inputs(), load)
     return "\n".join(header) + "\n" + job.wrap("\n".join(out), load) + "\n"
 
 

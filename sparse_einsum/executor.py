@@ -34,30 +34,47 @@ class Execution:
 
 def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend, *,
             count_tuples: bool = False, progress: Callable[[str], None] | None = None,
-            sparse: frozenset[str] = frozenset()) -> Execution:
+            sparse: frozenset[str] = frozenset(),
+            resident: dict[str, TableRelation] | None = None) -> Execution:
     """Run `compiled`; `arrays` holds the in-memory inputs its load steps decompose; the
-    outputs named in `sparse` come back as scipy.sparse arrays, the others dense."""
+    outputs named in `sparse` come back as scipy.sparse arrays, the others dense. The
+    tables of `compiled.combined` stay in the engine, for the caller to drop. With
+    `resident` (kept by the caller across runs of `compiled` on the same `arrays`, whose
+    tables read in place change between runs), each input is loaded once, and each
+    statement that reads only loaded inputs (and such statements) runs once: their tables
+    stay, recorded there, for the caller to drop."""
     with backend.scope():
-        return _execute(compiled, arrays, backend, count_tuples, progress, sparse)
+        return _execute(compiled, arrays, backend, count_tuples, progress, sparse, resident)
 
 
 def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
              count_tuples: bool, progress: Callable[[str], None] | None,
-             sparse: frozenset[str]) -> Execution:
+             sparse: frozenset[str], resident: dict[str, TableRelation] | None
+             ) -> Execution:
     reports: list[StepReport] = []
     created = []
+    loaded = {} if resident is None else resident     # tables that outlive the run
+    fresh = set()
     reads = _reads(compiled)
     done_after = _last_reads(compiled, reads)
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
     direct = set() if count_tuples else _read_by_none(compiled, reads)
+    invariant = set() if resident is None else _invariant(compiled, reads, direct)
+    undropped = direct | compiled.combined.keys()   # fetched unstored; left for the caller
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
                 progress(f"[{n}/{len(compiled.steps)}] {step.label}")
+            if step.target.table in loaded:
+                continue                               # made by an earlier run
             start = time.perf_counter()
-            if step.kind == "load":
+            if step.target.table in invariant:
+                loaded[step.target.table] = step.target
+                fresh.add(step.target.table)
+            elif step.kind == "load" or step.target.table not in undropped:
                 created.append(step.target)
+            if step.kind == "load":
                 tensor = step.target.tensor
                 backend.load(step.target, decompose(arrays[tensor], step.target.tiling,
                                                     step.target.sparse,
@@ -65,18 +82,22 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
             elif step.target.table in direct:
                 fetched[step.target.table] = backend.run_and_fetch(step)
             else:
-                created.append(step.target)
                 backend.run(step)
             seconds = time.perf_counter() - start
             tuples = backend.row_count(step.target) if count_tuples else None
             reports.append(StepReport(step.label, step.vertex, seconds, tuples))
             for rel in done_after.get(n - 1, ()):    # intermediates no later step reads
-                backend.drop(rel)
-                created.remove(rel)
+                if rel.table not in loaded:
+                    backend.drop(rel)
+                    created.remove(rel)
         results = {name: (compose_sparse if name in sparse and rel.shape else compose)(
                        fetched[rel.table] if rel.table in fetched else backend.fetch(rel),
                        rel.shape, rel.tiling, compiled.defaults.get(name, 0.0))
                    for name, rel in compiled.outputs.items()}
+    except BaseException:
+        for table in fresh:               # a failed run's loads are not kept
+            created.append(loaded.pop(table))
+        raise
     finally:
         for rel in created:
             backend.drop(rel)
@@ -86,6 +107,19 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
 def _reads(compiled: CompiledPlan) -> list[frozenset[str]]:
     """Per step, the tables it reads (as the compiler recorded them)."""
     return [step.reads for step in compiled.steps]
+
+
+def _invariant(compiled: CompiledPlan, reads: list[frozenset[str]], direct: set[str]
+               ) -> set[str]:
+    """The tables of the loads, and of the statements that read only those (but the
+    outputs): the same in every run on the same arrays."""
+    found: set[str] = set()
+    kept = direct | compiled.combined.keys() | {r.table for r in compiled.outputs.values()}
+    tables = compiled.read_in_place | {step.target.table for step in compiled.steps}
+    for step, read in zip(compiled.steps, reads):
+        if step.kind == "load" or (step.target.table not in kept and read & tables <= found):
+            found.add(step.target.table)
+    return found
 
 
 def _read_by_none(compiled: CompiledPlan, reads: list[frozenset[str]]) -> set[str]:
@@ -100,7 +134,7 @@ def _last_reads(compiled: CompiledPlan, reads: list[frozenset[str]]
     """Step index -> the tables made by the run that no later step reads; outputs are
     kept. Dropping them early bounds the memory of a run by the live intermediates (a
     training iteration makes dozens)."""
-    kept = {rel.table for rel in compiled.outputs.values()}
+    kept = {rel.table for rel in [*compiled.outputs.values(), *compiled.combined.values()]}
     last: dict[str, tuple[int, TableRelation]] = {}
     for k, (step, read) in enumerate(zip(compiled.steps, reads)):
         for table in read & last.keys():

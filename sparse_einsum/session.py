@@ -50,12 +50,13 @@ from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
 from .reuse import PLANS, STATS, Planned, summary
-from .sql.compiler import CompiledPlan, compile_plan
+from .sql.compiler import Combined, CompiledPlan, compile_plan
 from .sql.dialect import Dialect
 from .sql.pretty import pretty
 from .sql.steps import TableRelation
 from .stats.propagate import propagate
 from .stats.tensor_stats import TensorStats
+from .tiling import Tiling
 from .values import MAX_EXACT, input_dtype, plan_values
 
 PATHS = ("cost", "opt_einsum")           # contraction orders of n-ary products (see lower)
@@ -81,7 +82,7 @@ class Session:
                  label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
                  prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
                  progress: Callable[[str], None] | None = None, paths: str = "cost",
-                 in_place: frozenset[str] = frozenset(), scoped: bool = True,
+                 in_place: dict[str, Tiling] | None = None, scoped: bool = True,
                  reuse: bool = False, **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
@@ -93,8 +94,8 @@ class Session:
         self.backend: Backend | None = None
         self._owns_backend = False
         self._scope: ContextManager | None = None
-        # inputs whose tables hold their all-promoted relations already, read in place
-        self.in_place = in_place
+        # inputs whose tables hold their relations already, tiled as given, read in place
+        self.in_place = dict(in_place or {})
         self.scoped = scoped          # False: the caller runs transactions (training)
         if backend is not None:
             self.backend, self._owns_backend = open_backend(backend, shared=True,
@@ -161,7 +162,8 @@ class Session:
                 tuple((name, inp.shape, input_dtype(inp)) for name, inp in self.inputs.items()),
                 tuple(self.values.dtypes.items()), self._params(),
                 tuple(sorted(self._model_options().items())),
-                tuple(sorted(self.label_names.items())), self.in_place, self.scoped)
+                tuple(sorted(self.label_names.items())), tuple(sorted(self.in_place.items())),
+                self.scoped)
 
     def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
                      const: float) -> ContractionPath:
@@ -185,11 +187,11 @@ class Session:
         for n, (name, inp) in enumerate(self.inputs.items()):
             if isinstance(inp, ArrayInput):
                 shapes[name] = inp.shape
-            elif self.backend is not None and name in self.in_place:
+            elif name in self.in_place:
                 shapes[name] = _declared_shape(inp)
-                rel = TableRelation(inp.location, name, shapes[name], (1,) * len(shapes[name]),
+                rel = TableRelation(inp.location, name, shapes[name], self.in_place[name],
                                     inp.decl.labels)
-                self._input_stats[name] = self.backend.table_stats(rel)
+                self._input_stats[name] = self._table_stats(rel)
                 self.table_relations[name] = rel
             elif self.backend is not None:
                 rel, stats = self.backend.import_source(
@@ -200,6 +202,15 @@ class Session:
                 shapes[name] = _declared_shape(inp)
                 self._input_stats[name] = _assumed_stats(shapes[name])
         return shapes
+
+    def _table_stats(self, rel: TableRelation) -> TensorStats:
+        """Statistics of a table read in place: by SQL for an all-promoted relation in a
+        database; tiled ones hold dense payloads; without a database, assumed."""
+        if self.backend is None:
+            return _assumed_stats(rel.shape)
+        if any(t > 1 for t in rel.tiling):
+            return TensorStats(rel.shape, float(prod(rel.shape)), tuple(map(float, rel.shape)))
+        return self.backend.table_stats(rel)
 
     def stats(self) -> dict[str, TensorStats]:
         """Statistics of every input: exact for arrays (kept per array object while its
@@ -322,13 +333,15 @@ class Session:
         """Inputs read from tables: the imported ones, or every input for a compiled job."""
         if not self.inputs_in_tables:
             return {**self.stored, **self.table_relations}
-        return {name: TableRelation(f"{self.prefix}_in{n}", name, self.dag.shapes[name],
-                                    (1,) * len(labels), labels)
+        return {name: self.table_relations.get(name) or TableRelation(
+                    f"{self.prefix}_in{n}", name, self.dag.shapes[name], (1,) * len(labels),
+                    labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
 
     @gc_paused()
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
-                relational_outputs: bool = False) -> CompiledPlan:
+                relational_outputs: bool = False,
+                combined: dict[str, Combined] | None = None) -> CompiledPlan:
         chosen = self.plan(plan)
         exact = self.exact_integers
         if exact and not all(self.optimizer().model.fits(v, chosen.choices[v.name])
@@ -350,7 +363,7 @@ class Session:
             return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
                                 prefix=f"{self.prefix}_{self._compiled}",
                                 stored=self.table_inputs(), temporary=temporary,
-                                relational_outputs=relational_outputs,
+                                relational_outputs=relational_outputs, combined=combined,
                                 nonfinite=frozenset(t for t, s in ctx.stats.items()
                                                     if not s.finite))
 

@@ -3,7 +3,8 @@
 `grad` runs a program extended by its backward pass (`program.autodiff`) and returns the
 gradients; `train` adds a loss (`program.losses`) and optimizer updates
 (`program.updates`) and runs one iteration after another: the parameters and the
-optimizer's state live in database tables, and each iteration is one transaction.
+optimizer's state live in database tables, which each iteration replaces inside the
+engine in one transaction (`replacement_sql`); only the loss and the metrics come back.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import inspect
 import sys
 import time
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -18,10 +20,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends import backend_class, open_backend
+from .backends.jobs import JOBS
 from .blocks import Blocks, compose
 from .compile_job import compile_job
 from .errors import DataError, ProgramError
-from .executor import Execution
+from .executor import Execution, execute
 from .inputs import ArrayInput, bind_inputs
 from .plan import Plan
 from .program import updates
@@ -31,6 +34,8 @@ from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
 from .session import Session
+from .sql.compiler import Combined, combined_query
+from .sql.dialect import Dialect
 from .sql.steps import TableRelation, key_column
 
 
@@ -113,18 +118,26 @@ class TrainResult:
     seconds: list[float]                  # wall time of each iteration
 
 
+STORE_TILE_BYTES = 1 << 26    # parameters up to this size are stored as one tile
+
+
 @dataclass
 class TrainingProgram:
     """One training iteration as a program: forward, loss, backward, optimizer updates.
-    Parameters, optimizer state, per-step scalars and dropout masks are inputs read from
-    tables ``<tables>_<name>`` (one key column per label named as in `key_column`, ``val``);
-    the outputs are the loss, the metrics and the replacement of each of those tables."""
+    Each parameter and its optimizer state live in one table ``<tables>_<param>`` (its
+    `tiling`'s key columns, named as in `key_column`; the parameter in column ``val``, each
+    state tensor in a column named by its suffix, read through a view
+    ``<tables>_<param>_<suffix>``); the optimizer's per-step scalars are views of
+    ``<tables>_step``; dropout masks are tables (one key column per label, ``val``). The
+    outputs are the loss and the metrics; the updates end in ``<tables>_<param>_next``."""
     program: Program
     params: list[str]
     state: list[str]                      # optimizer state tensors (zero at the start)
     scalars: list[str]                    # per-step scalars of the optimizer
     dropout: dict[str, float]             # mask input -> drop rate
-    replaced: dict[str, str]              # table input -> the output replacing it
+    columns: dict[str, dict[str, str]]    # parameter -> column of its table -> tensor read
+    new: dict[str, str]                   # tensor read (parameter or state) -> its update
+    tilings: dict[str, tuple[int, ...]]   # parameter -> the tiling of its table
     loss: str
     metrics: list[str]
     backward: list[Statement]             # the gradient statements
@@ -137,11 +150,67 @@ class TrainingProgram:
 
     @property
     def stored(self) -> list[str]:
-        """The inputs living in tables."""
+        """The inputs living in tables (or views of them)."""
         return self.params + self.state + self.scalars + list(self.dropout)
 
     def table(self, name: str) -> str:
         return f"{self.tables}_{name}"
+
+    def next_table(self, param: str) -> str:
+        """Where an iteration leaves the update of `param` and its state."""
+        return self.table(f"{param}_next")
+
+    def in_place(self) -> dict[str, tuple[int, ...]]:
+        """The tiling of each stored input's table (or view)."""
+        tilings = {name: self.tilings[p] for p, cols in self.columns.items()
+                   for name in cols.values()}
+        return {name: tilings.get(name, (1,) * len(self.shapes[name])) for name in self.stored}
+
+    def combined(self) -> dict[str, Combined]:
+        """The next table of each parameter: its update and its state's, side by side."""
+        return {self.next_table(p): Combined(self.tilings[p], {
+                    column: self.new[tensor] for column, tensor in cols.items()})
+                for p, cols in self.columns.items()}
+
+
+def replacement_sql(job: TrainingProgram, d: Dialect) -> list[str]:
+    """The statements that end an iteration, in its transaction: each parameter's table
+    replaced by its next table, and the step counted."""
+    q = d.q
+    out = []
+    for param in job.params:
+        table, new = q(job.table(param)), q(job.next_table(param))
+        out += [f"DELETE FROM {table}", f"INSERT INTO {table} SELECT * FROM {new}",
+                f"DROP TABLE {new}"]
+    return out + [f"UPDATE {q(job.table('step'))} SET step = step + 1"]
+
+
+def view_sql(job: TrainingProgram, d: Dialect) -> list[str]:
+    """The views of the optimizer's state (columns of the parameters' tables) and of its
+    per-step scalars (of the step about to run: the count in ``<tables>_step`` plus one)."""
+    q = d.q
+    out = []
+    for param, cols in job.columns.items():
+        keys = "".join(f"{q(c)}, " for c in _relation(job, param, job.table(param)).columns)
+        out += [f"CREATE OR REPLACE VIEW {q(job.table(tensor))} AS SELECT {keys}{q(column)} "
+                f"AS val FROM {q(job.table(param))}"
+                for column, tensor in cols.items() if tensor != param]
+    for name, sql in job.optimizer.scalars_sql(job.options, "(step + 1)").items():
+        out.append(f"CREATE OR REPLACE VIEW {q(job.table(name))} AS SELECT {sql} AS val "
+                   f"FROM {q(job.table('step'))}")
+    return out
+
+
+def _relation(job: TrainingProgram, name: str, table: str) -> TableRelation:
+    """The relation of stored input `name` in `table`."""
+    shape = job.shapes[name]
+    return TableRelation(table, name, shape, job.in_place()[name],
+                         job.program.inputs[name].labels)
+
+
+def _store_tiling(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """One tile for a parameter up to STORE_TILE_BYTES, else one row per entry."""
+    return tuple(shape) if 8 * prod(shape) <= STORE_TILE_BYTES else (1,) * len(shape)
 
 
 def training_program(program: Program | str | Path, data: dict[str, object], *, loss: str,
@@ -175,26 +244,29 @@ def training_program(program: Program | str | Path, data: dict[str, object], *, 
     grads = differentiate(lossed.program, lossed.loss, params, shapes, lossed.constants)
     if grads.zero:
         raise ProgramError(f"the loss does not depend on {', '.join(grads.zero)}")
-    statements, replaced, scalars, state = [], {}, [], []
+    statements, new, scalars, state, columns = [], {}, [], [], {}
     labels = {name: lossed.program.labels_of(name) for name in params}
     for name in params:
         up = opt.update(opt, name, labels[name], grads.grads[name], options)
         statements += up.statements
-        replaced.update(up.new)
+        new.update(up.new)
         scalars = list(dict.fromkeys(scalars + up.scalars))
-        for s in up.state:
+        columns[name] = {"val": name}
+        for s, suffix in zip(up.state, opt.state):
             shapes[s], labels[s] = shapes[name], labels[name]
             state.append(s)
+            columns[name][suffix] = s
     for name in scalars:
         shapes[name], labels[name] = (), ()
     for name in dropout:
         labels[name] = program.inputs[name].labels
-    clash = [n for n in list(replaced.values()) + state + scalars
+    clash = [n for n in list(new.values()) + state + scalars
              if n in grads.program.inputs or n in shapes and n not in state + scalars]
     if clash:
         raise ProgramError(f"the program already has a tensor named {clash[0]}, which "
                            f"training uses for the optimizer: rename it")
-    result = TrainingProgram(Program(), params, state, scalars, dropout, replaced,
+    result = TrainingProgram(Program(), params, state, scalars, dropout, columns, new,
+                             {p: _store_tiling(shapes[p]) for p in params},
                              lossed.loss, lossed.metrics, grads.backward, shapes,
                              {}, {n: given[n] for n in params if n in data}, opt, options, tables)
     inputs = dict(grads.program.inputs)
@@ -203,7 +275,7 @@ def training_program(program: Program | str | Path, data: dict[str, object], *, 
         inputs[name] = InputDecl(name, labels[name], tuple(shapes[name]),
                                  TableSource(result.table(name), columns, "val"))
     result.program = Program(inputs, grads.program.statements + statements,
-                             [lossed.loss] + lossed.metrics + list(replaced.values()),
+                             [lossed.loss] + lossed.metrics + list(new.values()),
                              program.source)
     result.data = {n: v for n, v in {**given, **lossed.data, **grads.helpers}.items()
                    if n not in result.stored}
@@ -220,9 +292,12 @@ def _declared(program: Program, name: str, what: str) -> tuple[int, ...]:
 
 class Trainer:
     """Runs a `TrainingProgram` on a backend: the parameters and the optimizer state live
-    in their tables, which each iteration reads in place and replaces in one transaction;
-    ``<tables>_step`` counts the iterations done. With `resume`, training
-    continues from the tables a previous run left (on PostgreSQL or a DuckDB file)."""
+    in their tables, which each iteration reads in place and replaces inside the engine in
+    one transaction; ``<tables>_step`` counts the iterations done. The plan and its SQL
+    are chosen and compiled once; the data is loaded, and the statements reading only the
+    data run, by the first iteration (`executor.execute`'s `resident`). With `resume`,
+    training continues from the tables a previous run left (on PostgreSQL or a DuckDB
+    file)."""
 
     def __init__(self, program: Program | str | Path, data: dict[str, object], *, loss: str,
                  params: Iterable[str], optimizer: str = "adam", plan: str | Plan = "optimal",
@@ -237,12 +312,15 @@ class Trainer:
         self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
         self.session: Session | None = None
         self.last_run: Execution | None = None       # of the last iteration: its steps
+        self._loaded: dict[str, TableRelation] = {}  # tables of the data, kept across iterations
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
-                                   in_place=frozenset(self.job.stored), scoped=False,
+                                   in_place=self.job.in_place(), scoped=False,
                                    memory_cap=memory_cap, progress=progress)
             self.plan = self.session.plan(plan)
+            self.compiled = self.session.compile(self.plan, combined=self.job.combined())
+            self._arrays = self.session.values.arrays(self.session.exact_integers)
         except BaseException:
             self.close()
             raise
@@ -252,35 +330,66 @@ class Trainer:
 
     # -- tables ------------------------------------------------------------------
     def _create_tables(self, resume: bool) -> None:
-        job = self.job
-        names = job.stored + ["step"]
-        existing = [n for n in names if self.backend.table_columns(self.table(n)) is not None]
+        job, q = self.job, self.backend.dialect.q
+        tables = job.params + list(job.dropout) + ["step"]
         with self.backend.transaction():
-            if resume and existing:
-                missing = [n for n in names if n not in existing]
-                if missing:
-                    raise DataError(f"cannot resume: there is no table {self.table(missing[0])}")
-                return
-            for name in existing:
-                self.backend.execute(f"DROP TABLE {self.backend.dialect.q(self.table(name))}")
-            for name in job.stored:
-                if name in job.params and name not in job.initial:
-                    raise DataError(f"no initial value for parameter {name} (and no table "
-                                    f"{self.table(name)} to resume from)")
-                self._write(name, job.initial.get(name, np.zeros(job.shapes[name])), create=True)
-            self._write_step(0, create=True)
+            if resume and self._kind(self.table("step")):
+                for name in tables:
+                    self._check_layout(name)
+            else:
+                for name in job.state + job.scalars + tables:   # views before their tables
+                    kind = self._kind(self.table(name))
+                    if kind:
+                        self.backend.execute(f"DROP {kind} {q(self.table(name))}")
+                for name in job.params:
+                    if name not in job.initial:
+                        raise DataError(f"no initial value for parameter {name} (and no "
+                                        f"table {self.table(name)} to resume from)")
+                    self._create_store(name)
+                for name in job.dropout:
+                    self._write(name, np.zeros(job.shapes[name]), create=True)
+                self.backend.execute(f"CREATE TABLE {q(self.table('step'))} (step BIGINT)")
+                self.backend.execute(f"INSERT INTO {q(self.table('step'))} VALUES (0)")
+            for sql in view_sql(job, self.backend.dialect):
+                self.backend.execute(sql)
 
-    def _relation(self, name: str, table: str) -> TableRelation:
-        shape = self.job.shapes[name]
-        return TableRelation(table, name, shape, (1,) * len(shape),
-                             self.job.program.inputs[name].labels)
+    def _kind(self, table: str) -> str | None:
+        """TABLE or VIEW: what `table` is, None when there is none."""
+        rows = self.backend.query("SELECT table_type FROM information_schema.tables WHERE "
+                                  f"table_name = {self.backend.dialect.param}", [table])
+        return ("VIEW" if rows[0][0] == "VIEW" else "TABLE") if rows else None
+
+    def _check_layout(self, name: str) -> None:
+        """Resuming: the table of `name` is there with the columns this version writes."""
+        table = self.table(name)
+        have = self.backend.table_columns(table)
+        if have is None:
+            raise DataError(f"cannot resume: there is no table {table}")
+        if name in self.job.columns:
+            want = [*_relation(self.job, name, table).columns, *self.job.columns[name]]
+            if list(have) != want:
+                raise DataError(f"cannot resume from table {table}: its columns are "
+                                f"{', '.join(have)}, not {', '.join(want)} (tables of another "
+                                "optimizer, tiling or version: train afresh)")
+
+    def _create_store(self, param: str) -> None:
+        """The table of `param`: its initial value, and zeros for its optimizer state."""
+        job, q = self.job, self.backend.dialect.q
+        staged = {}
+        for column, tensor in job.columns[param].items():
+            value = job.initial[param] if tensor == param else np.zeros(job.shapes[param])
+            rel = _relation(job, param, f"{self.table(param)}_staging_{column}")
+            self.backend.load(rel, _tiles(value, rel.tiling))
+            staged[column] = rel
+        self.backend.execute(f"CREATE TABLE {q(self.table(param))} AS "
+                             + combined_query(staged, self.backend.dialect))
+        for rel in staged.values():
+            self.backend.drop(rel)
 
     def _write(self, name: str, value: object, create: bool = False) -> None:
-        """Replace the table of `name` by `value`, every entry (zeros too) a row."""
-        array = np.asarray(value.toarray() if sp.issparse(value) else value, dtype=np.float64)
-        staging = self._relation(name, f"{self.table(name)}_staging")
-        keys = [k.ravel() for k in np.indices(array.shape)] if array.ndim else []
-        self.backend.load(staging, Blocks(keys, array.reshape(-1)))
+        """Replace the table of dropout mask `name` by `value`, every entry a row."""
+        staging = _relation(self.job, name, f"{self.table(name)}_staging")
+        self.backend.load(staging, _tiles(value, staging.tiling))
         q = self.backend.dialect.q
         target, source = q(self.table(name)), q(staging.table)
         if create:
@@ -290,63 +399,73 @@ class Trainer:
             self.backend.execute(f"INSERT INTO {target} SELECT * FROM {source}")
         self.backend.drop(staging)
 
-    def _write_step(self, step: int, create: bool = False) -> None:
-        q = self.backend.dialect.q(self.table("step"))
-        if create:
-            self.backend.execute(f"CREATE TABLE {q} (step BIGINT)")
-        else:
-            self.backend.execute(f"DELETE FROM {q}")
-        self.backend.execute(f"INSERT INTO {q} VALUES ({int(step)})")
-
     def step_count(self) -> int:
         """Iterations done (by this or an earlier run on the same tables)."""
         return int(self.backend.query(
             f"SELECT step FROM {self.backend.dialect.q(self.table('step'))}")[0][0])
 
     # -- iterations -----------------------------------------------------------------
-    def iterate(self) -> dict[str, object]:
-        """One iteration: forward, backward and updates computed from the tables (each run
-        in the engine's own scope, so that DuckDB frees each intermediate after its last
-        read), then one transaction replaces the parameters, the optimizer state and the
-        step count together: a failure anywhere leaves the previous ones. Returns the
-        loss, the metrics and the new parameters."""
+    def iterate(self) -> dict[str, float]:
+        """One iteration: forward, backward and updates computed from the tables by the
+        statements compiled once (outside a transaction, so that DuckDB frees each
+        intermediate after its last read; the updates end in the next tables), then one
+        transaction replaces the parameters and the optimizer state by their next tables
+        and counts the step: a failure anywhere leaves the previous ones. Returns the loss
+        and the metrics (the parameters stay in the engine: `parameters`)."""
         job = self.job
-        step = self.step_count() + 1
-        with self.backend.transaction():
-            for name, value in job.optimizer.scalars(job.options, step).items():
-                self._write(name, np.asarray(value))
-            for name, rate in job.dropout.items():
-                self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
-        self.last_run = self.session.run(self.plan)
+        if job.dropout:
+            with self.backend.transaction():
+                for name, rate in job.dropout.items():
+                    self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
+        try:
+            self.last_run = execute(self.compiled, self._arrays, self.backend,
+                                    resident=self._loaded)
+            with self.backend.transaction():
+                for sql in replacement_sql(job, self.backend.dialect):
+                    self.backend.execute(sql)
+        except BaseException:
+            for rel in self.compiled.combined.values():
+                self.backend.drop(rel)
+            raise
         outputs = self.last_run.outputs
-        with self.backend.transaction():
-            for old, new in job.replaced.items():
-                self._write(old, outputs[new])
-            self._write_step(step)
-        return {"loss": float(outputs[job.loss]), **{m: float(outputs[m]) for m in job.metrics},
-                "params": {p: outputs[job.replaced[p]] for p in job.params}}
+        return {"loss": float(outputs[job.loss]), **{m: float(outputs[m]) for m in job.metrics}}
 
     def parameters(self) -> dict[str, np.ndarray]:
         """The parameters in their tables now."""
-        out = {}
+        out, q = {}, self.backend.dialect.q
         for name in self.job.params:
-            rel = self._relation(name, self.table(name))
-            out[name] = compose(self.backend.fetch(rel), rel.shape, rel.tiling)
+            rel = _relation(self.job, name, self.table(name))
+            rows = self.backend.fetch(rel, f"SELECT * FROM {q(rel.table)} WHERE val IS NOT NULL")
+            out[name] = compose(rows, rel.shape, rel.tiling)
         return out
 
     def close(self) -> None:
-        session = getattr(self, "session", None)
-        if session is not None:
-            session.close()
-        if self._owns_backend:
-            self.backend.close()
-            self._owns_backend = False
+        try:
+            for rel in self._loaded.values():
+                self.backend.drop(rel)
+            self._loaded = {}
+        finally:
+            session = getattr(self, "session", None)
+            if session is not None:
+                session.close()
+            if self._owns_backend:
+                self.backend.close()
+                self._owns_backend = False
 
     def __enter__(self) -> "Trainer":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _tiles(value: object, tiling: tuple[int, ...]) -> Blocks:
+    """`value` (dense or scipy.sparse) by `tiling` (one tile, or one entry per row),
+    zeros too."""
+    array = np.asarray(value.toarray() if sp.issparse(value) else value, dtype=np.float64)
+    if any(t > 1 for t in tiling):
+        return Blocks([], array.reshape(1, -1))
+    return Blocks([k.ravel() for k in np.indices(array.shape)], array.reshape(-1))
 
 
 def train(program: Program | str | Path, data: dict[str, object], *, loss: str,
@@ -384,7 +503,7 @@ def train(program: Program | str | Path, data: dict[str, object], *, loss: str,
                 extra = "".join(f" {m} {result[m]:.4f}" for m in trainer.job.metrics)
                 report(f"epoch {epoch}/{epochs} loss {result['loss']:.6f}{extra} "
                        f"({seconds[-1]:.2f} s)")
-        params_now = result["params"] if epochs else trainer.parameters()
+        params_now = trainer.parameters()
     return TrainResult(params_now, losses, metrics, seconds)
 
 
@@ -399,24 +518,15 @@ def compile_training_job(program: Program | str | Path, data: dict[str, object],
                          tables: str = "se_train", plan: str | Plan = "optimal",
                          dsn: str | None = None, database: str | None = None,
                          **options) -> str:
-    """One training iteration as an SQL job (see `compile_job`): it counts the step, sets
-    the optimizer's per-step scalars, computes the loss, gradients and updates, and replaces
-    the parameter and state tables, all in one transaction. The tables must exist: a
-    `train` run with ``epochs=0`` (on the same database) creates them."""
+    """One training iteration as an SQL job (see `compile_job`): it computes the loss,
+    gradients and updates from the tables, then replaces the parameters and their state and
+    counts the step with the statements `Trainer` runs (`replacement_sql`), all in one
+    transaction. The tables must exist: a `train` run with ``epochs=0`` (on the same
+    database) creates them."""
     job = training_program(program, data, loss=loss, params=params, optimizer=optimizer,
                            tables=tables, **options)
-
-    def q(name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
-
-    step = q(job.table("step"))
-    before = [f"UPDATE {step} SET step = step + 1"]
-    for name, sql in job.optimizer.scalars_sql(job.options, "step").items():
-        before += [f"DELETE FROM {q(job.table(name))}",
-                   f"INSERT INTO {q(job.table(name))} SELECT {sql} AS val FROM {step}"]
-    after = []
-    for old, new in job.replaced.items():
-        after += [f"DELETE FROM {q(job.table(old))}",
-                  f"INSERT INTO {q(job.table(old))} SELECT * FROM {q(new)}", f"DROP TABLE {q(new)}"]
+    target = JOBS.get(dialect)        # an unknown one: compile_job says which there are
+    after = replacement_sql(job, target.dialect()) if target else []
     return compile_job(job.program, dialect=dialect, data=job.data, plan=plan, dsn=dsn,
-                       database=database, before=before, after=after)
+                       database=database, after=after, in_place=job.in_place(),
+                       combined=job.combined())

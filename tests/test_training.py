@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparse_einsum import train
+from sparse_einsum import train, training
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
 
@@ -58,8 +58,9 @@ def torch_gcn(data, epochs, lr):
 
 
 def drop_tables(backend, prefix):
-    for name in ["W1", "W2", "W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size",
-                 "adam_sqrt_bias2", "step", "D"]:
+    for name in ["W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size", "adam_sqrt_bias2"]:
+        backend.execute(f'DROP VIEW IF EXISTS "{prefix}_{name}"')
+    for name in ["W1", "W2", "step", "D"]:
         backend.execute(f'DROP TABLE IF EXISTS "{prefix}_{name}"')
 
 
@@ -101,6 +102,26 @@ def test_weight_gradient_reads_the_forward_product(backend):
     np.testing.assert_allclose(result.params["W2"], weights[1], rtol=1e-8, atol=1e-12)
 
 
+def test_parameters_stored_one_entry_per_row(backend, monkeypatch):
+    """Parameters past STORE_TILE_BYTES live one entry per row, their state beside them:
+    the next tables join the update and its state on the keys; the training is PyTorch's."""
+    monkeypatch.setattr(training, "STORE_TILE_BYTES", 0)
+    data = gcn_data()
+    expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
+    try:
+        with Trainer(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
+                     lr=0.1, backend=backend, tables="t_rows") as trainer:
+            assert trainer.job.in_place()["W1_m"] == (1, 1)
+            assert list(backend.table_columns("t_rows_W1")) == ["f_0", "h_1", "val", "m", "v"]
+            losses = [trainer.iterate()["loss"] for _ in range(3)]
+            params = trainer.parameters()
+    finally:
+        drop_tables(backend, "t_rows")
+    np.testing.assert_allclose(losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+
+
 def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
     """The DP's top-k lists can hold no consistent merge (a GCN iteration at Cora's size
     with may-be-infinite gradients found no plan on native DuckDB): greedy's plan is always
@@ -116,6 +137,56 @@ def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
         drop_tables(duck, "t_merge")
     np.testing.assert_allclose(result.losses, expected, rtol=1e-9)
     np.testing.assert_allclose(result.params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+
+
+def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
+    """An iteration runs the statements compiled once: one per parameter for its update
+    and its optimizer state together, the intermediates' drops, and one transaction
+    replacing the tables inside the engine; only the loss and the metrics are fetched,
+    nothing is loaded and A X is not computed again (the first iteration did, and kept
+    them), and the plan is not chosen again."""
+    data = gcn_data()
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
+    try:
+        with Trainer(GCN, data, backend=backend, tables="t_count", **options) as trainer:
+            trainer.iterate()
+            compiled, job = trainer.compiled, trainer.job
+            updates = [s for s in compiled.steps if s.target.table in compiled.combined]
+            assert [s.target.table for s in updates] == ["t_count_W1_next", "t_count_W2_next"]
+            assert not {s.vertex for s in compiled.steps} & set(job.new.values())
+            calls = []
+            for method in ["execute", "run", "run_and_fetch", "fetch", "load", "query"]:
+                monkeypatch.setattr(backend, method, _counted(calls, method,
+                                                              getattr(backend, method)))
+            monkeypatch.setattr(trainer.session, "plans", None)     # no planning
+            monkeypatch.setattr(trainer.session, "compile", None)   # no compiling
+            trainer.iterate()
+            calls, loaded = list(calls), dict(trainer._loaded)    # not the closing drops
+        sql = [s for s in compiled.steps if s.kind == "sql"]
+        fetched = {a.target.tensor for m, a in calls if m == "run_and_fetch"}
+        assert fetched == {"loss", "accuracy"}
+        assert {rel.tensor for rel in loaded.values()} == {"A", "X", "ce_Y", "ce_w", "AX"}
+        assert not [a for m, a in calls if m == "load"]
+        sql = [s for s in sql if s.target.table not in loaded]
+        assert [a for m, a in calls if m == "run"] == [s for s in sql
+                                                       if s.target.tensor not in fetched]
+        statements = [a for m, a in calls if m == "execute" and a not in {s.sql for s in sql}]
+        drops = [a for a in statements if a.startswith("DROP TABLE IF")]
+        replacing = [a for a in statements if a not in drops + ["BEGIN TRANSACTION", "COMMIT"]]
+        assert replacing == training.replacement_sql(job, backend.dialect)
+        assert len(replacing) == 3 * 2 + 1
+        # each table a statement makes is dropped once, but the fetched and the next ones
+        assert len(drops) == len(sql) - len(fetched) - len(updates)
+        assert not [a for m, a in calls if m == "query"]
+    finally:
+        drop_tables(backend, "t_count")
+
+
+def _counted(calls, method, call):
+    def counted(first, *args, **kwargs):
+        calls.append((method, first))
+        return call(first, *args, **kwargs)
+    return counted
 
 
 def test_sgd_mse_matches_torch():
@@ -140,9 +211,12 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
     try:
         with Trainer(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
                      lr=0.1, backend=backend, tables="t_fail") as trainer:
-            first = trainer.iterate()["params"]
-            monkeypatch.setattr(Trainer, "_write_step", lambda self, step, create=False: 1 / 0)
-            with pytest.raises(ZeroDivisionError):
+            trainer.iterate()
+            first = trainer.parameters()
+            replacement = training.replacement_sql   # fails after replacing the tables
+            monkeypatch.setattr(training, "replacement_sql", lambda job, d: [
+                *replacement(job, d), "SELECT * FROM no_such_table"])
+            with pytest.raises(Exception, match="no_such_table"):
                 trainer.iterate()
             assert trainer.step_count() == 1
             now = trainer.parameters()
@@ -152,7 +226,7 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
         drop_tables(backend, "t_fail")
 
 
-def test_resume_from_a_duckdb_file(tmp_path):
+def test_resume_from_a_duckdb_file(tmp_path, monkeypatch):
     data = gcn_data()
     expected, _, _ = torch_gcn(data, epochs=4, lr=0.1)
     database = str(tmp_path / "train.duckdb")
@@ -161,6 +235,9 @@ def test_resume_from_a_duckdb_file(tmp_path):
     first = train(GCN, data, **options)
     second = train(GCN, data, resume=True, **options)
     np.testing.assert_allclose(first.losses + second.losses, expected, rtol=1e-9)
+    monkeypatch.setattr(training, "STORE_TILE_BYTES", 0)      # tables of another layout
+    with pytest.raises(DataError, match="cannot resume from table se_train_W1: its columns"):
+        train(GCN, data, resume=True, **options)
 
 
 def test_dropout_is_repeatable_with_a_seed():

@@ -29,6 +29,9 @@ class CompiledPlan:
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
     # the tensors whose absent entries are not 0, and their value (`Dag.defaults`)
     defaults: dict[str, float] = field(default_factory=dict)
+    # tables holding several outputs side by side (`Combined`), left in the engine by a run
+    combined: dict[str, TableRelation] = field(default_factory=dict)
+    read_in_place: frozenset[str] = frozenset()     # the tables of the stored inputs
 
     def statements(self) -> list[Step]:
         """Every SQL statement as compiled, those pipelined into a step (computed inside its
@@ -42,24 +45,42 @@ def _grouped(group: str) -> str:
     return group or " HAVING count(*) > 0"
 
 
+@dataclass(frozen=True)
+class Combined:
+    """A table holding outputs of one shape side by side, tiled by `tiling`: their key
+    columns, then one value column per output (`columns`: column -> output); a key where
+    an output has no tuple holds its zero (`combined_query`). Written by one statement (the
+    outputs' own statements are streamed into it), e.g. a parameter with its optimizer
+    state."""
+    tiling: Tiling
+    columns: dict[str, str]
+
+
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
-                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset()
-                 ) -> CompiledPlan:
+                 relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset(),
+                 combined: dict[str, Combined] | None = None) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
     others loaded. With `relational_outputs`, every output ends fully promoted (one key
     column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
     (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
-    0 * NaN is NaN. Intermediates read by one statement are streamed into it (`pipeline`)."""
+    0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
+    tables, which a run leaves in the engine, instead of being fetched. Intermediates
+    read by one statement are streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
     compiler.compile()
+    together = {table: compiler.combine(table, spec) for table, spec in (combined or {}).items()}
+    inside = {tensor for spec in (combined or {}).values() for tensor in spec.columns.values()}
     if relational_outputs:
-        outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs}
+        outputs = {n: compiler.relation(n, (1,) * len(dag.shapes[n])) for n in dag.outputs
+                   if n not in inside}
     else:
-        outputs = compiler.outputs()
-    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values()]}
-    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary), outputs,
-                        frozenset(compiler.factors), dag.defaults())
+        outputs = {n: rel for n, rel in compiler.outputs().items() if n not in inside}
+    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values(),
+                                  *together.values()]}
+    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary, frozenset(together)),
+                        outputs, frozenset(compiler.factors), dag.defaults(), together,
+                        frozenset(rel.table for rel in (stored or {}).values()))
 
 
 class Compiler:
@@ -141,6 +162,15 @@ class Compiler:
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query,
                                reads=frozenset(rel.table for rel in reads)))
+
+    def combine(self, table: str, spec: Combined) -> TableRelation:
+        """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
+        rels = {column: self.relation(tensor, spec.tiling)
+                for column, tensor in spec.columns.items()}
+        out = replace(next(iter(rels.values())), table=table, tensor=table)
+        self._add(out, combined_query(rels, self.d), StepBuilder(self.prefix, self._kernels),
+                  list(rels.values()), f"{table} = {', '.join(spec.columns.values())}")
+        return out
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -401,3 +431,26 @@ class Compiler:
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
         labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
         return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"
+
+
+def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
+    """The rows of relations of one shape and tiling side by side: their key columns, then
+    each one's values in its column (zero where it has no tuple; NULL for arrays of
+    engines whose kernels read NULL as zeros)."""
+    q = d.q
+    first = next(iter(rels.values()))
+    zero = d.zero(None if first.is_scalar else first.sub_size)
+    fill = first.is_scalar or not d.null_arrays_are_zeros
+
+    def value(x: str) -> str:
+        return f"coalesce({x}, {zero})" if fill else x
+
+    if not first.keyed:          # one tuple at most each
+        return "SELECT " + ", ".join(f"{value(f'(SELECT val FROM {q(rel.table)})')} AS {q(c)}"
+                                     for c, rel in rels.items())
+    keys = ", ".join(q(c) for c in first.columns)
+    aliases = [f"c{k}" for k in range(len(rels))]
+    frm = " FULL JOIN ".join(f"{q(rel.table)} AS {a}" + (f" USING ({keys})" if k else "")
+                             for k, (a, rel) in enumerate(zip(aliases, rels.values())))
+    values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
+    return f"SELECT {', '.join([keys] + values)} FROM {frm}"

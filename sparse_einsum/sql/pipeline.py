@@ -4,7 +4,10 @@ common table expression of its reader, which every supported engine inlines into
 reader's plan (DuckDB and PostgreSQL >= 12 inline a CTE referenced once; Spark inlines
 CTEs): its tuples stream from the producing operators into the consuming ones instead
 of being written and read back. Chains of single-use intermediates (a product feeding a
-product, a repartition feeding its reader) collapse into one statement.
+product, a repartition feeding its reader) collapse into one statement. A statement that
+gathers outputs (`sql.compiler.Combined`) also takes in an intermediate whose readers all
+collapsed into it (a common table expression read twice, which DuckDB and PostgreSQL
+compute once): a parameter's update with its optimizer state's is one statement.
 
 A statement computes at most `Capabilities.pipeline_depth` intermediates (a longer chain
 keeps a table every so often); engines that should not pipeline set it to 0.
@@ -17,25 +20,41 @@ from .dialect import Dialect
 from .steps import Step
 
 
-def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool = False
-             ) -> list[Step]:
+def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool = False,
+             gathering: frozenset[str] = frozenset()) -> list[Step]:
     """`steps` with each single-use intermediate streamed into its reader; `kept`: the
-    tables that must stay (outputs, stored inputs)."""
+    tables that must stay (outputs, stored inputs); `gathering`: the tables of the
+    statements that gather outputs."""
     depth = dialect.capabilities.pipeline_depth
     if not depth:
         return steps
+    kept = set(kept) | {use.constant[1].table for step in steps for use in step.kernels
+                        if use.constant}
+    steps = _pass(steps, kept, dialect, temporary, depth)
+    while gathering:    # again: readers streamed into one statement make it the one reader
+        streamed = _pass(steps, kept, dialect, temporary, depth, gathering)
+        if len(streamed) == len(steps):
+            break
+        steps = streamed
+    return steps
+
+
+def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, depth: int,
+          into: frozenset[str] | None = None) -> list[Step]:
+    """Each intermediate read by one statement (of those in `into`, if given) streamed
+    into it."""
     readers: dict[str, set[int]] = {}
-    kept = set(kept)
     for k, step in enumerate(steps):
         for table in step.reads:
             readers.setdefault(table, set()).add(k)
-        kept |= {use.constant[1].table for use in step.kernels if use.constant}
     merged: dict[int, Step] = dict(enumerate(steps))
     for k, step in enumerate(steps):
         users = readers.get(step.target.table, set()) - {k}
         if step.kind != "sql" or step.target.table in kept or len(users) != 1:
             continue
         (reader,) = users
+        if into is not None and merged[reader].target.table not in into:
+            continue
         if len(merged[k].pipelined) + 1 + len(merged[reader].pipelined) <= depth:
             merged[reader] = _streamed(merged.pop(k), merged[reader], dialect, temporary)
     return list(merged.values())
