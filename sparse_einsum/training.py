@@ -37,6 +37,7 @@ from .session import Session
 from .sql.compiler import Combined, combined_query
 from .sql.dialect import Dialect
 from .sql.steps import TableRelation, key_column
+from .sql.templates import SQL, render
 
 
 def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[int, ...]]:
@@ -173,31 +174,34 @@ class TrainingProgram:
                 for p, cols in self.columns.items()}
 
 
+DROP = {"TABLE": "common/drop_table", "VIEW": "common/drop_view"}    # by table_type
+
+
 def replacement_sql(job: TrainingProgram, d: Dialect) -> list[str]:
     """The statements that end an iteration, in its transaction: each parameter's table
     replaced by its next table, and the step counted."""
-    q = d.q
     out = []
     for param in job.params:
-        table, new = q(job.table(param)), q(job.next_table(param))
-        out += [f"DELETE FROM {table}", f"INSERT INTO {table} SELECT * FROM {new}",
-                f"DROP TABLE {new}"]
-    return out + [f"UPDATE {q(job.table('step'))} SET step = step + 1"]
+        table, new = job.table(param), job.next_table(param)
+        out += [render("common/delete_rows", d.quote, table=table),
+                render("common/copy_rows", d.quote, table=table, rows=new),
+                render("common/train_drop_next", d.quote, table=new)]
+    return out + [render("common/train_step", d.quote, table=job.table("step"))]
 
 
 def view_sql(job: TrainingProgram, d: Dialect) -> list[str]:
     """The views of the optimizer's state (columns of the parameters' tables) and of its
     per-step scalars (of the step about to run: the count in ``<tables>_step`` plus one)."""
-    q = d.q
     out = []
     for param, cols in job.columns.items():
-        keys = "".join(f"{q(c)}, " for c in _relation(job, param, job.table(param)).columns)
-        out += [f"CREATE OR REPLACE VIEW {q(job.table(tensor))} AS SELECT {keys}{q(column)} "
-                f"AS val FROM {q(job.table(param))}"
+        keys = SQL("".join(f"{d.q(c)}, " for c in
+                           _relation(job, param, job.table(param)).columns))
+        out += [render("common/column_view", d.quote, view=job.table(tensor), keys=keys,
+                       column=column, table=job.table(param))
                 for column, tensor in cols.items() if tensor != param]
     for name, sql in job.optimizer.scalars_sql(job.options, "(step + 1)").items():
-        out.append(f"CREATE OR REPLACE VIEW {q(job.table(name))} AS SELECT {sql} AS val "
-                   f"FROM {q(job.table('step'))}")
+        out.append(render("common/value_view", d.quote, view=job.table(name), value=SQL(sql),
+                          table=job.table("step")))
     return out
 
 
@@ -330,7 +334,7 @@ class Trainer:
 
     # -- tables ------------------------------------------------------------------
     def _create_tables(self, resume: bool) -> None:
-        job, q = self.job, self.backend.dialect.q
+        job, d = self.job, self.backend.dialect
         tables = job.params + list(job.dropout) + ["step"]
         with self.backend.transaction():
             if resume and self._kind(self.table("step")):
@@ -340,7 +344,7 @@ class Trainer:
                 for name in job.state + job.scalars + tables:   # views before their tables
                     kind = self._kind(self.table(name))
                     if kind:
-                        self.backend.execute(f"DROP {kind} {q(self.table(name))}")
+                        self.backend.execute(render(DROP[kind], d.quote, table=self.table(name)))
                 for name in job.params:
                     if name not in job.initial:
                         raise DataError(f"no initial value for parameter {name} (and no "
@@ -348,15 +352,16 @@ class Trainer:
                     self._create_store(name)
                 for name in job.dropout:
                     self._write(name, np.zeros(job.shapes[name]), create=True)
-                self.backend.execute(f"CREATE TABLE {q(self.table('step'))} (step BIGINT)")
-                self.backend.execute(f"INSERT INTO {q(self.table('step'))} VALUES (0)")
+                self.backend.execute(render("common/train_step_table", d.quote,
+                                            table=self.table("step")))
             for sql in view_sql(job, self.backend.dialect):
                 self.backend.execute(sql)
 
     def _kind(self, table: str) -> str | None:
         """TABLE or VIEW: what `table` is, None when there is none."""
-        rows = self.backend.query("SELECT table_type FROM information_schema.tables WHERE "
-                                  f"table_name = {self.backend.dialect.param}", [table])
+        d = self.backend.dialect
+        rows = self.backend.query(render("common/table_type", d.quote, param=SQL(d.param)),
+                                  [table])
         return ("VIEW" if rows[0][0] == "VIEW" else "TABLE") if rows else None
 
     def _check_layout(self, name: str) -> None:
@@ -374,15 +379,15 @@ class Trainer:
 
     def _create_store(self, param: str) -> None:
         """The table of `param`: its initial value, and zeros for its optimizer state."""
-        job, q = self.job, self.backend.dialect.q
+        job, d = self.job, self.backend.dialect
         staged = {}
         for column, tensor in job.columns[param].items():
             value = job.initial[param] if tensor == param else np.zeros(job.shapes[param])
             rel = _relation(job, param, f"{self.table(param)}_staging_{column}")
             self.backend.load(rel, _tiles(value, rel.tiling))
             staged[column] = rel
-        self.backend.execute(f"CREATE TABLE {q(self.table(param))} AS "
-                             + combined_query(staged, self.backend.dialect))
+        self.backend.execute(render("common/create_table_as", d.quote, table=self.table(param),
+                                    query=SQL(combined_query(staged, d))))
         for rel in staged.values():
             self.backend.drop(rel)
 
@@ -390,19 +395,18 @@ class Trainer:
         """Replace the table of dropout mask `name` by `value`, every entry a row."""
         staging = _relation(self.job, name, f"{self.table(name)}_staging")
         self.backend.load(staging, _tiles(value, staging.tiling))
-        q = self.backend.dialect.q
-        target, source = q(self.table(name)), q(staging.table)
-        if create:
-            self.backend.execute(f"CREATE TABLE {target} AS SELECT * FROM {source}")
-        else:
-            self.backend.execute(f"DELETE FROM {target}")
-            self.backend.execute(f"INSERT INTO {target} SELECT * FROM {source}")
+        quote, target = self.backend.dialect.quote, self.table(name)
+        if not create:
+            self.backend.execute(render("common/delete_rows", quote, table=target))
+        self.backend.execute(render("common/create_copy" if create else "common/copy_rows",
+                                    quote, table=target, rows=staging.table))
         self.backend.drop(staging)
 
     def step_count(self) -> int:
         """Iterations done (by this or an earlier run on the same tables)."""
-        return int(self.backend.query(
-            f"SELECT step FROM {self.backend.dialect.q(self.table('step'))}")[0][0])
+        return int(self.backend.query(render("common/train_step_count",
+                                             self.backend.dialect.quote,
+                                             table=self.table("step")))[0][0])
 
     # -- iterations -----------------------------------------------------------------
     def iterate(self) -> dict[str, float]:
@@ -432,10 +436,11 @@ class Trainer:
 
     def parameters(self) -> dict[str, np.ndarray]:
         """The parameters in their tables now."""
-        out, q = {}, self.backend.dialect.q
+        out = {}
         for name in self.job.params:
             rel = _relation(self.job, name, self.table(name))
-            rows = self.backend.fetch(rel, f"SELECT * FROM {q(rel.table)} WHERE val IS NOT NULL")
+            rows = self.backend.fetch(rel, render("common/stored_values",
+                                                  self.backend.dialect.quote, table=rel.table))
             out[name] = compose(rows, rel.shape, rel.tiling)
         return out
 

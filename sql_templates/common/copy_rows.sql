@@ -1,0 +1,1 @@
+INSERT INTO {table:ident} SELECT * FROM {rows:ident}

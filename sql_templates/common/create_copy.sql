@@ -1,0 +1,1 @@
+CREATE TABLE {table:ident} AS SELECT * FROM {rows:ident}

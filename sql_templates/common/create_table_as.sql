@@ -1,0 +1,1 @@
+CREATE TABLE {table:ident} AS {query:sql}

@@ -1,0 +1,1 @@
+UPDATE {table:ident} SET step = step + 1

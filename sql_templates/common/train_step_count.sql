@@ -1,0 +1,1 @@
+SELECT step FROM {table:ident}

@@ -1,0 +1,1 @@
+CREATE TABLE {table:ident} AS SELECT CAST(0 AS BIGINT) AS step
