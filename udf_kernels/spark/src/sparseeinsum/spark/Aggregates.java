@@ -1,6 +1,5 @@
 package sparseeinsum.spark;
 
-import java.io.Serializable;
 import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeArrayData;
@@ -31,29 +30,17 @@ final class Aggregates {
     private Aggregates() {
     }
 
-    /** A group's array (null until its first row). */
-    static final class VState implements Serializable {
-        private static final long serialVersionUID = 1L;
-        double[] v;
-        String spec;      // se_stack: the group's spec, to check it does not change
+    /*
+     * States are Object[]s of JDK types only: Spark deserializes them with a class loader
+     * that does not see the jar's classes (spark.jars). An array aggregate's state is
+     * {double[] v (null until the group's first row), String spec (se_stack)}; se_stack_packed's
+     * is {long[] pos, double[] val, int[] {n}} (pairs in arrival order).
+     */
+    private static final int V = 0, SPEC = 1, POS = 0, VAL = 1, N = 2;
+
+    static double[] v(Object[] s) {
+        return (double[]) s[V];
     }
-
-    /** A group's (position, value) pairs in arrival order. */
-    static final class PState implements Serializable {
-        private static final long serialVersionUID = 1L;
-        long[] pos = new long[0];
-        double[] val = new double[0];
-        int n;
-
-        void reserve(int more) {
-            if (n + more > pos.length) {
-                int cap = Math.max(Math.max(16, 2 * pos.length), n + more);
-                pos = Arrays.copyOf(pos, cap);
-                val = Arrays.copyOf(val, cap);
-            }
-        }
-    }
-
     /** acc[i] = AGG(acc[i], w * x[i]) (w 1 for max/min) over a non-NULL array x. */
     static void fold(int agg, double[] acc, double w, ArrayData x, String fn) {
         int n = x.numElements();
@@ -104,7 +91,7 @@ final class Aggregates {
     }
 
     /** Base of the aggregates returning a group's array. */
-    abstract static class ArrayAgg implements AggregateFunction<VState, ArrayData> {
+    abstract static class ArrayAgg implements AggregateFunction<Object[], ArrayData> {
         final String name;
         final DataType[] inputs;
 
@@ -129,30 +116,30 @@ final class Aggregates {
         }
 
         @Override
-        public VState newAggregationState() {
-            return new VState();
+        public Object[] newAggregationState() {
+            return new Object[2];
         }
 
         @Override
-        public VState merge(VState t, VState s) {
-            if (s.v == null) {
+        public Object[] merge(Object[] t, Object[] s) {
+            if (v(s) == null) {
                 return t;
             }
-            if (t.v == null) {
+            if (v(t) == null) {
                 return s;
             }
-            if (t.v.length != s.v.length) {
+            if (v(t).length != v(s).length) {
                 throw new IllegalArgumentException(name + ": arrays in one group must have the same length ("
-                    + t.v.length + " and " + s.v.length + ")");
+                    + v(t).length + " and " + v(s).length + ")");
             }
             fold(name.equals("se_vmax") ? KernelSpec.MAX : name.equals("se_vmin") ? KernelSpec.MIN
-                 : KernelSpec.SUM, t.v, 1.0, s.v);
+                 : KernelSpec.SUM, v(t), 1.0, v(s));
             return t;
         }
 
         @Override
-        public ArrayData produceResult(VState s) {
-            return s.v == null ? null : Arrays2.array(s.v);
+        public ArrayData produceResult(Object[] s) {
+            return v(s) == null ? null : Arrays2.array(v(s));
         }
     }
 
@@ -169,21 +156,22 @@ final class Aggregates {
         }
 
         @Override
-        public VState update(VState s, InternalRow row) {
+        public Object[] update(Object[] s, InternalRow row) {
             int col = weighted ? 1 : 0;
             if (row.isNullAt(col) || (weighted && row.isNullAt(0))) {
                 return s;
             }
             ArrayData x = row.getArray(col);
             double w = weighted ? row.getDouble(0) : 1.0;
-            if (s.v == null) {      // the first row's array (w times it), as it is
-                s.v = Arrays2.doubles(x, name, "an array");
-                for (int i = 0; weighted && i < s.v.length; i++) {
-                    s.v[i] *= w;
+            if (v(s) == null) {      // the first row's array (w times it), as it is
+                double[] first = Arrays2.doubles(x, name, "an array");
+                for (int i = 0; weighted && i < first.length; i++) {
+                    first[i] *= w;
                 }
+                s[V] = first;
                 return s;
             }
-            fold(agg, s.v, w, x, name);
+            fold(agg, v(s), w, x, name);
             return s;
         }
     }
@@ -196,7 +184,7 @@ final class Aggregates {
         }
 
         @Override
-        public VState update(VState s, InternalRow row) {
+        public Object[] update(Object[] s, InternalRow row) {
             if (row.isNullAt(0)) {
                 throw new IllegalArgumentException("se_ksum: the spec is NULL");
             }
@@ -210,10 +198,10 @@ final class Aggregates {
             }
             double[] a = KernelFn.input(ks, 0, row.getArray(1), name);
             double[] b = KernelFn.input(ks, 1, row.getArray(2), name);
-            if (s.v == null) {
-                s.v = new double[(int) ks.outSize];
+            if (v(s) == null) {
+                s[V] = new double[(int) ks.outSize];
             }
-            ks.runInto(a, b, s.v, 1.0, name);
+            ks.runInto(a, b, v(s), 1.0, name);
             return s;
         }
     }
@@ -229,18 +217,18 @@ final class Aggregates {
         }
 
         @Override
-        public VState update(VState s, InternalRow row) {
+        public Object[] update(Object[] s, InternalRow row) {
             if (row.isNullAt(0)) {
                 return s;
             }
             String text = row.getUTF8String(0).toString();
             GatherSpec g = GatherSpec.of(row.getUTF8String(0), name);
-            if (s.v == null) {
-                s.v = new double[(int) g.size];
-                s.spec = text;
-            } else if (!s.spec.equals(text)) {
+            if (v(s) == null) {
+                s[V] = new double[(int) g.size];
+                s[SPEC] = text;
+            } else if (!s[SPEC].equals(text)) {
                 throw new IllegalArgumentException("se_stack: the spec changes within a group (\""
-                    + s.spec + "\" and \"" + text + "\")");
+                    + s[SPEC] + "\" and \"" + text + "\")");
             }
             if (row.isNullAt(1)) {
                 return s;       // an all-zero sub-tensor
@@ -260,8 +248,9 @@ final class Aggregates {
                     + (g.positions - 1) + " of spec \"" + text + "\"");
             }
             int base = g.base(pos);
+            double[] out = v(s);
             for (int e = 0; e < x.length; e++) {
-                s.v[base + g.sub[e]] = x[e];
+                out[base + g.sub[e]] = x[e];
             }
             return s;
         }
@@ -269,20 +258,21 @@ final class Aggregates {
         /** Positions of one group are disjoint and what a state did not write is +0.0: the
          *  source's stored elements are kept (a sum would turn a -0.0 into +0.0). */
         @Override
-        public VState merge(VState t, VState s) {
-            if (s.v == null) {
+        public Object[] merge(Object[] t, Object[] s) {
+            if (v(s) == null) {
                 return t;
             }
-            if (t.v == null) {
+            if (v(t) == null) {
                 return s;
             }
-            if (!t.spec.equals(s.spec)) {
+            if (!t[SPEC].equals(s[SPEC])) {
                 throw new IllegalArgumentException("se_stack: the spec changes within a group (\""
-                    + t.spec + "\" and \"" + s.spec + "\")");
+                    + t[SPEC] + "\" and \"" + s[SPEC] + "\")");
             }
-            for (int e = 0; e < s.v.length; e++) {
-                if (KernelSpec.stored(s.v[e])) {
-                    t.v[e] = s.v[e];
+            double[] from = v(s), to = v(t);
+            for (int e = 0; e < from.length; e++) {
+                if (KernelSpec.stored(from[e])) {
+                    to[e] = from[e];
                 }
             }
             return t;
@@ -290,7 +280,7 @@ final class Aggregates {
     }
 
     /** se_stack_packed(pos, val): a group's scalars packed sparse, sorted by position. */
-    static final class StackPacked implements AggregateFunction<PState, ArrayData> {
+    static final class StackPacked implements AggregateFunction<Object[], ArrayData> {
         @Override
         public String name() {
             return "se_stack_packed";
@@ -307,12 +297,27 @@ final class Aggregates {
         }
 
         @Override
-        public PState newAggregationState() {
-            return new PState();
+        public Object[] newAggregationState() {
+            return new Object[] {new long[0], new double[0], new int[1]};
+        }
+
+        private static int n(Object[] s) {
+            return ((int[]) s[N])[0];
+        }
+
+        /** Room for `more` pairs (the capacity doubles). */
+        private static void reserve(Object[] s, int more) {
+            long[] pos = (long[]) s[POS];
+            int n = n(s);
+            if (n + more > pos.length) {
+                int cap = Math.max(Math.max(16, 2 * pos.length), n + more);
+                s[POS] = Arrays.copyOf(pos, cap);
+                s[VAL] = Arrays.copyOf((double[]) s[VAL], cap);
+            }
         }
 
         @Override
-        public PState update(PState s, InternalRow row) {
+        public Object[] update(Object[] s, InternalRow row) {
             if (row.isNullAt(0) || row.isNullAt(1)) {
                 throw new IllegalArgumentException("se_stack_packed: " + (row.isNullAt(0) ? "pos" : "val")
                     + " is NULL");
@@ -321,43 +326,49 @@ final class Aggregates {
             if (pos < 0) {
                 throw new IllegalArgumentException("se_stack_packed: negative position " + pos);
             }
-            s.reserve(1);
-            s.pos[s.n] = pos;
-            s.val[s.n++] = row.getDouble(1);
+            reserve(s, 1);
+            int n = n(s);
+            ((long[]) s[POS])[n] = pos;
+            ((double[]) s[VAL])[n] = row.getDouble(1);
+            ((int[]) s[N])[0] = n + 1;
             return s;
         }
 
         @Override
-        public PState merge(PState t, PState s) {
-            if (s.n == 0) {
+        public Object[] merge(Object[] t, Object[] s) {
+            int m = n(s), n = n(t);
+            if (m == 0) {
                 return t;
             }
-            t.reserve(s.n);
-            System.arraycopy(s.pos, 0, t.pos, t.n, s.n);
-            System.arraycopy(s.val, 0, t.val, t.n, s.n);
-            t.n += s.n;
+            reserve(t, m);
+            System.arraycopy(s[POS], 0, t[POS], n, m);
+            System.arraycopy(s[VAL], 0, t[VAL], n, m);
+            ((int[]) t[N])[0] = n + m;
             return t;
         }
 
         @Override
-        public ArrayData produceResult(PState s) {
-            if (s.n == 0) {
+        public ArrayData produceResult(Object[] s) {
+            int n = n(s);
+            long[] pos = (long[]) s[POS];
+            double[] val = (double[]) s[VAL];
+            if (n == 0) {
                 return null;
             }
-            Integer[] order = new Integer[s.n];
-            for (int k = 0; k < s.n; k++) {
+            Integer[] order = new Integer[n];
+            for (int k = 0; k < n; k++) {
                 order[k] = k;
             }
-            Arrays.sort(order, (x, y) -> Long.compare(s.pos[x], s.pos[y]));
-            double[] out = new double[2 * s.n];
-            for (int k = 0; k < s.n; k++) {
-                long p = s.pos[order[k]];
-                if (k > 0 && p == s.pos[order[k - 1]]) {
+            Arrays.sort(order, (x, y) -> Long.compare(pos[x], pos[y]));
+            double[] out = new double[2 * n];
+            for (int k = 0; k < n; k++) {
+                long p = pos[order[k]];
+                if (k > 0 && p == pos[order[k - 1]]) {
                     throw new IllegalArgumentException("se_stack_packed: position " + p
                         + " appears twice in one group");
                 }
                 out[k] = p;
-                out[s.n + k] = s.val[order[k]];
+                out[n + k] = val[order[k]];
             }
             return Arrays2.array(out);
         }
