@@ -5,12 +5,15 @@ The jar holds the kernels as a Spark function catalog (``sparseeinsum.spark.Kern
 the jars of the installed pyspark. A wheel carries the jar it compiled
 (``sparse_einsum/native``); a checkout builds it on first use into
 ``~/.cache/sparse-einsum`` (``$SPARSE_EINSUM_CACHE``), keyed by its sources and the Spark
-version, or with ``sparse-einsum build-extension --spark``.
+version, or with ``sparse-einsum build-extension --spark``. A build without pyspark (a
+wheel's isolated build environment) compiles against the jars directory that
+``$SPARSE_EINSUM_SPARK_JARS`` names.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -31,7 +34,15 @@ def sources() -> list[Path]:
 
 
 def spark_jars() -> tuple[Path, str]:
-    """The installed pyspark's jars directory and Spark version."""
+    """The jars directory of pyspark (``$SPARSE_EINSUM_SPARK_JARS``, else the installed
+    pyspark's) and its Spark version."""
+    named = os.environ.get("SPARSE_EINSUM_SPARK_JARS")
+    if named:
+        core = sorted(Path(named).glob("spark-core_*.jar"))
+        found = re.search(r"-(\d[\w.]*)\.jar$", core[0].name) if core else None
+        if not found:
+            raise BackendError(f"$SPARSE_EINSUM_SPARK_JARS: no spark-core jar in {named}")
+        return Path(named), found.group(1)
     try:
         import pyspark
     except ImportError:

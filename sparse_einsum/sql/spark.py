@@ -62,10 +62,24 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
     functions = KERNEL_CATALOG + "."
     # aggregate states stay in the hash aggregate's memory (the backend raises its
     # sort-based fallback threshold); se_ksum sums products unformed
+    # a one-tuple operand is a scalar subquery, converted once per task (`kernel`)
     capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
-                                constants_once=False)
+                                constants_once=True)
     null_arrays_are_zeros = True
     kernels = "JVM: the sparse_einsum kernel jar's Spark function catalog"
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        """The one-tuple operand, if any, as a scalar subquery: Spark computes it once and
+        passes the same literal with every row, which the kernels convert once (joined,
+        each row copied the whole array)."""
+        if constant is not None:
+            k, relation = constant
+            args, lists = list(args), list(lists)
+            args.insert(k, f"(SELECT val FROM {self.q(relation.table)})")
+            lists.insert(k, not relation.is_scalar)
+        return super().kernel(step, spec, args, lists, None, sparse)
 
     packed_stack_sql = f"{functions}se_stack_packed(CAST({{pos}} AS BIGINT), CAST({{val}} AS DOUBLE))"
 

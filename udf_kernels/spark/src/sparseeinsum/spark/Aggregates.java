@@ -176,11 +176,21 @@ final class Aggregates {
         }
     }
 
-    /** se_ksum(spec, a, b): the sum of a product-sum kernel's results, never forming them
-     *  (a matrix product kernel adds into the state with BLAS, beta 1). */
+    /** se_ksum(spec, a, b): the sum of a product-sum kernel's results, never forming them.
+     *  Where the kernel is a matrix product, each row's a^T and b are stacked along k (state
+     *  slots STACK: {double[] at, double[] bt, int[] {rows}}, at most as many doubles as the
+     *  result) and each stack is added in one product (BLAS, beta 1); other kernels add
+     *  row by row. */
     static final class KSum extends ArrayAgg {
+        private static final int AT = 2, BT = 3, USED = 4;
+
         KSum() {
             super("se_ksum", new DataType[] {DataTypes.StringType, KernelFn.ARRAY, KernelFn.ARRAY});
+        }
+
+        @Override
+        public Object[] newAggregationState() {
+            return new Object[5];
         }
 
         @Override
@@ -200,9 +210,63 @@ final class Aggregates {
             double[] b = KernelFn.input(ks, 1, row.getArray(2), name);
             if (v(s) == null) {
                 s[V] = new double[(int) ks.outSize];
+                s[SPEC] = ks.text;
+            } else if (!s[SPEC].equals(ks.text)) {
+                throw new IllegalArgumentException("se_ksum: the spec changes within a group (\""
+                    + s[SPEC] + "\" and \"" + ks.text + "\")");
             }
-            ks.runInto(a, b, v(s), 1.0, name);
+            KernelSpec.Gemm g = ks.gemm;
+            if (g == null || g.batch != 1) {
+                ks.runInto(a, b, v(s), 1.0, name);
+                return s;
+            }
+            int m = (int) g.m, n = (int) g.n, k = (int) g.k;
+            if (s[AT] == null) {
+                int rows = Math.max(k, Math.min(1 << 16, v(s).length / Math.max(1, m + n)));
+                s[AT] = new double[rows * m];
+                s[BT] = new double[rows * n];
+                s[USED] = new int[1];
+            }
+            double[] at = (double[]) s[AT], bt = (double[]) s[BT];
+            int used = ((int[]) s[USED])[0];
+            if ((used + k) * m > at.length || (used + k) * n > bt.length) {
+                flush(s);
+                used = 0;
+            }
+            for (int kk = 0; kk < k; kk++, used++) {
+                for (int i = 0; i < m; i++) {
+                    at[used * m + i] = a[(int) (i * g.aM + kk * g.aK)];
+                }
+                for (int j = 0; j < n; j++) {
+                    bt[used * n + j] = b[(int) (kk * g.bK + j * g.bN)];
+                }
+            }
+            ((int[]) s[USED])[0] = used;
             return s;
+        }
+
+        /** Adds the stacked rows into the state's array: c += at^T bt. */
+        private static void flush(Object[] s) {
+            if (s[USED] == null || ((int[]) s[USED])[0] == 0) {
+                return;
+            }
+            KernelSpec.Gemm g = new KernelSpec((String) s[SPEC]).gemm;
+            int used = ((int[]) s[USED])[0];
+            g.addTransposed(used, (double[]) s[AT], (double[]) s[BT], v(s));
+            ((int[]) s[USED])[0] = 0;
+        }
+
+        @Override
+        public Object[] merge(Object[] t, Object[] s) {
+            flush(t);
+            flush(s);
+            return super.merge(t, s);
+        }
+
+        @Override
+        public ArrayData produceResult(Object[] s) {
+            flush(s);
+            return super.produceResult(s);
         }
     }
 

@@ -193,7 +193,7 @@ final class KernelSpec {
     void runInto(double[] a, double[] b, double[] out, double beta, String fn) {
         double[][] in = {a, b};
         if (packed[0] || packed[1]) {
-            if (sparse != null && allFinite(in[1 - sparse.s])) {
+            if (sparse != null && finite(in[1 - sparse.s])) {
                 sparse.add(in[sparse.s], in[1 - sparse.s], out, beta, fn);
                 return;
             }
@@ -272,6 +272,21 @@ final class KernelSpec {
     /** Whether a relation stores x: anything but +0.0 (1 / -0.0 is -inf, as in NumPy). */
     static boolean stored(double x) {
         return Double.doubleToRawLongBits(x) != 0L;
+    }
+
+    private static final ThreadLocal<double[]> LAST_FINITE = new ThreadLocal<>();
+
+    /** allFinite, remembered for the last array found finite on this thread (a shared
+     *  operand is one array for every row: KernelFn.input). */
+    static boolean finite(double[] x) {
+        if (x == LAST_FINITE.get()) {
+            return true;
+        }
+        boolean ok = allFinite(x);
+        if (ok) {
+            LAST_FINITE.set(x);
+        }
+        return ok;
     }
 
     static boolean allFinite(double[] x) {
@@ -511,6 +526,20 @@ final class KernelSpec {
                 int ao = (int) (p * aB), bo = (int) (p * bB), co = (int) (p * cB);
                 if (!blas(m, n, k, a, ao, aM, aK, b, bo, bK, bN, c, co, cM, cN, beta)) {
                     loops(a, ao, b, bo, c, co, beta);
+                }
+            }
+        }
+
+        /** c += at^T bt over `rows` stacked rows (at: rows x m, bt: rows x n, row-major). */
+        void addTransposed(int rows, double[] at, double[] bt, double[] c) {
+            if (!blas(m, n, rows, at, 0, 1, m, bt, 0, n, 1, c, 0, cM, cN, 1.0)) {
+                for (int r = 0; r < rows; r++) {
+                    for (long i = 0; i < m; i++) {
+                        double x = at[(int) (r * m + i)];
+                        for (long j = 0; j < n; j++) {
+                            c[(int) (i * cM + j * cN)] += x * bt[(int) (r * n + j)];
+                        }
+                    }
                 }
             }
         }
