@@ -10,8 +10,8 @@ SparkNativeDialect`), on a session that has it (`start_session` adds it); on a s
 without it (a managed cluster that refuses jars) they are Arrow UDFs registered for the
 statement that calls them, with a warning and a note in explain. Their code is pickled by
 value, so the executors need the Python packages the kernels import (numpy, scipy,
-pyarrow, and pandas for pyspark's Arrow path), not sparse-einsum itself. How a session is started, and how Spark's failures
-become one-line errors: `spark_session`.
+pyarrow, and pandas for pyspark's Arrow path), not sparse-einsum itself. How a session
+is started, and how Spark's failures become one-line errors: `spark_session`.
 """
 from __future__ import annotations
 
