@@ -4,11 +4,14 @@ Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the
 run on this machine and the input is large, through a temporary Parquet file
 (`spark_inputs`); Parquet files the user names are read in place. Every statement is a
 temporary view, computed when it is issued and held in the executors' memory as a local
-checkpoint (`SparkBackend.materialize`); results come back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
-that calls them. Their code is pickled by value, so the executors need the Python
-packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
-path), not sparse-einsum itself. How a session is started, and how Spark's failures
-become one-line errors: `spark_session`.
+checkpoint (`SparkBackend.materialize`); results come back through Arrow (``toArrow``).
+Kernels run in the JVM, from the kernel jar's function catalog (`sql.spark.
+SparkNativeDialect`), on a session that has it (`start_session` adds it); on a session
+without it (a managed cluster that refuses jars) they are Arrow UDFs registered for the
+statement that calls them, with a warning and a note in explain. Their code is pickled by
+value, so the executors need the Python packages the kernels import (numpy, scipy,
+pyarrow, and pandas for pyspark's Arrow path), not sparse-einsum itself. How a session
+is started, and how Spark's failures become one-line errors: `spark_session`.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from ..blocks import Blocks
 from ..cost import CostParams
-from ..errors import DataError, SparseEinsumError
+from ..errors import BackendError, DataError, SparseEinsumError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
@@ -32,14 +35,16 @@ from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalar
 from ..memory import parse_size
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
-from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
+from ..sql.dialect import Dialect
+from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 from .spark_inputs import InputFiles
-from .spark_session import (failure, first_line, forget_dead_jvm, is_local, jvm_ended,
-                            start_session)
+from .spark_session import (AGGREGATE_CONFIG, failure, first_line, forget_dead_jvm,
+                            is_local, jvm_ended, kernel_catalog_missing, start_session)
 
 DEFAULT_MASTER = "local[*]"
+_WARNED: set[str] = set()      # fallback reasons already warned of
 _ARRAY, _DOUBLE = "array<double>", "double"
 # the modules the kernels run, shipped with them: executors need no sparse-einsum
 _PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table,
@@ -64,14 +69,17 @@ def _reported(method: Callable) -> Callable:
 
 class SparkBackend(Backend):
     """Runs compiled steps on Spark: a session started on `master` (default local[*]) and
-    stopped on close, or a SparkSession given as `session` (left running)."""
+    stopped on close, or a SparkSession given as `session` (left running). `native`:
+    True requires the JVM kernels, False runs the Arrow UDFs, None (default) the JVM
+    kernels where the session has them."""
     name = "spark"
     # one tuple or kernel call: at most a quarter of an executor's memory (the Arrow
     # batches, the Python worker's copies and the kernel's arrays share it)
     memory_share = 1 / 4
 
     def __init__(self, master: str | None = None, *, session=None,
-                 parallelism: int | None = None, config: dict[str, str] | None = None):
+                 parallelism: int | None = None, config: dict[str, str] | None = None,
+                 native: bool | None = None):
         from pyspark import cloudpickle
         for module in _PICKLED_BY_VALUE:
             cloudpickle.register_pickle_by_value(module)
@@ -79,11 +87,32 @@ class SparkBackend(Backend):
         self.spark = session if session is not None else \
             start_session(master or DEFAULT_MASTER, config)
         self.parallelism = parallelism or self._cluster_parallelism()
-        self.dialect = SparkDialect()
+        self.dialect = self._kernels(native)
         self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
         self._memory, self._task_memory = self._memory_settings()
         self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()))
-        self._register_scalar_udfs()
+        if not isinstance(self.dialect, SparkNativeDialect):
+            self._register_scalar_udfs()
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The JVM kernels' dialect where the session has the kernel catalog, else the
+        Arrow UDF one (`fallback` says why; warned once per reason)."""
+        if native is False:
+            self.fallback = "the JVM kernels were not requested (native=False)"
+            return SparkDialect()
+        missing = kernel_catalog_missing(self.spark)
+        if missing is None:
+            for key, value in AGGREGATE_CONFIG.items():
+                self.spark.conf.set(key, value)
+            return SparkNativeDialect()
+        if native:
+            raise BackendError(f"the Spark JVM kernels are not available: {missing}")
+        self.fallback = missing
+        if missing not in _WARNED:
+            _WARNED.add(missing)
+            warnings.warn(f"sparse-einsum runs Spark kernels as Python Arrow UDFs (slower): "
+                          f"{missing}", RuntimeWarning, stacklevel=3)
+        return SparkDialect()
 
     def _master(self) -> str:
         try:
