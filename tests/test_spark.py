@@ -224,7 +224,7 @@ def _executors(spark) -> list[int]:
     """Process ids of the executors of a local-cluster session (children of its JVM)."""
     from pyspark import SparkContext
     jvm = SparkContext._gateway.proc.pid
-    rows = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True,
+    rows = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True,
                           text=True).stdout.splitlines()
     return [int(pid) for pid, ppid, args in (row.split(None, 2) for row in rows)
             if int(ppid) == jvm and "CoarseGrainedExecutorBackend" in args]
@@ -239,13 +239,12 @@ def test_a_lost_executor_loses_no_data(spark, monkeypatch):
     from sparse_einsum.backends import spark as spark_backend
     monkeypatch.setattr(spark_backend, "CHECKPOINT_DEPTH", 3)
     program = "input A[i,j]\ninput Y0[j,f]\n" + "".join(
-        f"Y{k + 1}[i,f] = relu(A[i,j] * Y{k}[j,f]) * 0.5\n" for k in range(6)) + "output Y6"
+        f"Y{k + 1}[i,f] = relu(A[i,j] * Y{k}[j,f]) * 0.5\n" for k in range(6)) + \
+        "output Y1, Y2, Y3, Y4, Y5, Y6"       # a statement each
     rng = np.random.default_rng(8)
-    a = sp.random(300, 300, density=0.02, format="csr", random_state=8)
-    y = rng.normal(size=(300, 3))
-    want = y
-    for _ in range(6):
-        want = np.maximum(a @ want, 0) * 0.5
+    data = {"A": sp.random(300, 300, density=0.02, format="csr", random_state=8),
+            "Y0": rng.normal(size=(300, 3))}
+    want = evaluate(load_program(program), {**data, "A": data["A"].toarray()})
     killed, checkpoints = [], spark._scratch.path / "checkpoints"
 
     def kill_one_executor(line: str) -> None:
@@ -254,8 +253,9 @@ def test_a_lost_executor_loses_no_data(spark, monkeypatch):
             killed.append(_executors(spark)[0])
             os.kill(killed[0], signal.SIGKILL)
 
-    with Session(program, {"A": a, "Y0": y}, backend=spark) as session:
-        got = session.run("relational", progress=kill_one_executor).outputs["Y6"]
+    with Session(program, data, backend=spark) as session:
+        got = session.run("relational", progress=kill_one_executor).outputs
     assert killed and killed[0] not in _executors(spark)
-    check(got, want, "after a lost executor")
+    for name in got:
+        check(got[name], want[name], f"{name} after a lost executor")
     assert not list(checkpoints.rglob("rdd-*")), "dropped views left checkpoints"
