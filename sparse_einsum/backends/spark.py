@@ -7,10 +7,9 @@ temporary view, computed when it is issued and persisted in the executors (memor
 disk), with its lineage kept and cut by a reliable checkpoint every few statements
 (`SparkBackend.materialize`); results come back through Arrow (``toArrow``). The backend's
 temporary data on this machine, and who removes it: `spark_scratch`. Kernels are Arrow
-UDFs registered for the statement
-that calls them. Their code is pickled by value, so the executors need the Python
-packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
-path), not sparse-einsum itself. How a session is started, and how Spark's failures
+UDFs registered for the statement that calls them. Their code is pickled by value, so the
+executors need the Python packages the kernels import (numpy, scipy, pyarrow, and pandas
+for pyspark's Arrow path), not sparse-einsum itself. How a session is started, and how Spark's failures
 become one-line errors: `spark_session`.
 """
 from __future__ import annotations
@@ -90,7 +89,7 @@ class SparkBackend(Backend):
             start_session(master or DEFAULT_MASTER, config)
         self.parallelism = parallelism or self._cluster_parallelism()
         self.dialect = SparkDialect()
-        self._frames: dict[str, tuple] = {}     # view -> (its persisted DataFrame, checkpointed RDD)
+        self._frames: dict[str, tuple] = {}     # view -> (persisted DataFrame, checkpointed RDD)
         self._depth: dict[str, int] = {}          # view -> statements its lineage reaches back
         self._memory, self._task_memory = self._memory_settings()
         self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()),
