@@ -205,7 +205,10 @@ class SparkBackend(Backend):
             checkpointed.checkpoint()   # written after the job below, from the cached blocks
             depth = 0
         frame.count()
-        rows = jvm.org.apache.spark.sql.classic.Dataset.ofRows(session, cached)
+        # read through the cache with this frame's columns (an identical plan cached under
+        # other names shares its data)
+        rows = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            session, frame._jdf.queryExecution().analyzed())
         make = getattr(jvm.org.apache.spark.sql.execution, "LogicalRDD$").__getattr__("MODULE$")
         leaf = make.fromDataset(rows.queryExecution().toRdd(), rows, False,
                                 getattr(make, "fromDataset$default$4")())
