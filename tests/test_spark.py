@@ -3,9 +3,8 @@ of plan the strategy registry names, tiles included), every operation of the lan
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
 graph, what explain says about shuffles, and how the backend starts (the driver's
 Python in the workers), loads inputs (Parquet files) and survives a lost executor process.
-The tests run on local[2] and on
-local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
-them only, to keep the module within a few minutes."""
+The tests run on local[2] and on local-cluster[2,1,2048] (the `spark` fixture: one session
+per master), some on one of them only, to keep the module within a few minutes."""
 from __future__ import annotations
 
 import os
