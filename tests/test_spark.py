@@ -2,12 +2,14 @@
 of plan the strategy registry names, tiles included), every operation of the language,
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
 graph, what explain says about shuffles, and how the backend starts (the driver's
-Python in the workers) and loads inputs (Parquet files). The tests run on local[2] and on
-local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
-them only, to keep the module within a few minutes."""
+Python in the workers), loads inputs (Parquet files) and survives a lost executor process.
+The tests run on local[2] and on local-cluster[2,1,2048] (the `spark` fixture: one session
+per master), some on one of them only, to keep the module within a few minutes."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from collections import Counter
 
@@ -342,3 +344,44 @@ def test_a_worker_traceback_reads_as_its_exception_line():
             "call last):\n  File \"k.py\", line 3, in f\n    raise ValueError('a\\nb')\n"
             "ValueError: a\nb\n")
     assert _raised_line(text) == "ValueError: a"
+
+
+def _executors(spark) -> list[int]:
+    """Process ids of the executors of a local-cluster session (children of its JVM)."""
+    from pyspark import SparkContext
+    jvm = SparkContext._gateway.proc.pid
+    rows = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True,
+                          text=True).stdout.splitlines()
+    return [int(pid) for pid, ppid, args in (row.split(None, 2) for row in rows)
+            if int(ppid) == jvm and "CoarseGrainedExecutorBackend" in args]
+
+
+def test_a_lost_executor_loses_no_data(spark, monkeypatch):
+    """local-cluster: one executor process killed in the middle of a run, when the views so
+    far are persisted in the executors and the deepest written to reliable checkpoints: what
+    it held is computed again from lineage or checkpoint, and the run gives NumPy's answer."""
+    if not master(spark).startswith("local-cluster"):
+        pytest.skip("executors are processes on local-cluster only")
+    from sparse_einsum.backends import spark as spark_backend
+    monkeypatch.setattr(spark_backend, "CHECKPOINT_DEPTH", 3)
+    program = "input A[i,j]\ninput Y0[j,f]\n" + "".join(
+        f"Y{k + 1}[i,f] = relu(A[i,j] * Y{k}[j,f]) * 0.5\n" for k in range(6)) + \
+        "output Y1, Y2, Y3, Y4, Y5, Y6"       # a statement each
+    rng = np.random.default_rng(8)
+    data = {"A": sp.random(300, 300, density=0.02, format="csr", random_state=8),
+            "Y0": rng.normal(size=(300, 3))}
+    want = evaluate(load_program(program), {**data, "A": data["A"].toarray()})
+    killed, checkpoints = [], spark._scratch.path / "checkpoints"
+
+    def kill_one_executor(line: str) -> None:
+        if line.startswith("[6/") and not killed:
+            assert list(checkpoints.rglob("rdd-*")), "no view was checkpointed"
+            killed.append(_executors(spark)[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    with Session(program, data, backend=spark) as session:
+        got = session.run("relational", progress=kill_one_executor).outputs
+    assert killed and killed[0] not in _executors(spark)
+    for name in got:
+        check(got[name], want[name], f"{name} after a lost executor")
+    assert not list(checkpoints.rglob("rdd-*")), "dropped views left checkpoints"
