@@ -153,9 +153,9 @@ def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
     plans: list[str] = []
     materialize = spark.materialize
 
-    def recording(view, frame):
+    def recording(view, frame, *reads):
         plans.append(frame._jdf.queryExecution().executedPlan().toString())
-        return materialize(view, frame)
+        return materialize(view, frame, *reads)
 
     monkeypatch.setattr(spark, "materialize", recording)
     for name in ("gcn2", "sparse_attention"):
