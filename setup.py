@@ -8,7 +8,11 @@ against PyPI's scipy-openblas32 (``sparse_einsum/native``), which makes it a pla
 wheel; DuckDB's C API headers come from the duckdb source distribution on PyPI for that
 build. An editable install only fetches the headers: the extension is built on first use
 into the user's cache. A failed build (no compiler) does not fail the install: DuckDB then runs kernels as Python UDFs,
-with a warning, and ``sparse-einsum build-extension`` tries again.
+with a warning, and ``sparse-einsum build-extension`` tries again. The wheel also carries
+the Spark kernel jar (``sparse_einsum/native``), compiled with javac against pyspark's
+jars (the build environment's pyspark, or the directory $SPARSE_EINSUM_SPARK_JARS names);
+without javac or pyspark the wheel lacks it and Spark runs kernels as Arrow UDFs until
+``sparse-einsum build-extension --spark`` builds it.
 """
 from __future__ import annotations
 
@@ -22,18 +26,18 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-KERNEL_SOURCES = ("common", "duckdb", "postgres")
+KERNEL_SOURCES = ("common", "duckdb", "postgres", "spark")
 
 
-def _extension_module():
-    """sparse_einsum.backends.duckdb_extension without running the package's __init__
-    (the build environment has none of its dependencies; the module needs none)."""
+def _build_modules():
+    """sparse_einsum.backends.duckdb_extension and spark_jar without running the package's
+    __init__ (the build environment has none of its dependencies; the modules need none)."""
     for name in ("sparse_einsum", "sparse_einsum.backends"):
         package = types.ModuleType(name)
         package.__path__ = [str(ROOT.joinpath(*name.split(".")))]
         sys.modules.setdefault(name, package)
-    from sparse_einsum.backends import duckdb_extension
-    return duckdb_extension
+    from sparse_einsum.backends import duckdb_extension, spark_jar
+    return duckdb_extension, spark_jar
 
 
 class BuildPyWithKernels(build_py):
@@ -47,7 +51,7 @@ class BuildPyWithKernels(build_py):
                                 ignore=shutil.ignore_patterns("*.o", "*.so", "*.bc"))
             shutil.copytree(ROOT / "sql_templates", package / "sql_templates", dirs_exist_ok=True)
         try:
-            extension = _extension_module()
+            extension, _ = _build_modules()
             extension.fetch_headers()
             if not self.editable_mode:      # (a checkout builds on first use, in its own env)
                 built = extension.build(into=package / "native")
@@ -55,6 +59,16 @@ class BuildPyWithKernels(build_py):
         except Exception as exc:    # never fail the install for it
             print(f"sparse-einsum: warning: the DuckDB extension was not built ({exc}); DuckDB "
                   "will run kernels as Python UDFs until `sparse-einsum build-extension` "
+                  "succeeds", file=sys.stderr)
+        if self.editable_mode:
+            return
+        try:
+            _, spark_jar = _build_modules()
+            print(f"sparse-einsum: built the Spark kernel jar "
+                  f"{spark_jar.build(into=package / 'native')}")
+        except Exception as exc:    # never fail the install for it
+            print(f"sparse-einsum: warning: the Spark kernel jar was not built ({exc}); Spark "
+                  "will run kernels as Arrow UDFs until `sparse-einsum build-extension --spark` "
                   "succeeds", file=sys.stderr)
 
 

@@ -1,7 +1,7 @@
 """Smoke test of an installed wheel, run by .ci/wheel_check.sh with the venv's python from
 a directory outside the checkout, the venv not on PATH: DuckDB with the wheel's native
 kernels and PyPI's BLAS, PostgreSQL kernels installed by the command line into a fresh
-database, Spark local mode; every result against NumPy."""
+database, Spark local mode with the wheel's JVM kernels; every result against NumPy."""
 import os
 import subprocess
 import sys
@@ -42,5 +42,6 @@ kernels = check("postgres", "random:5", dsn=dsn)
 assert "scipy-openblas32" in kernels, kernels
 
 if os.environ.get("SE_SMOKE_SPARK", "1") == "1":
-    check("spark", "random:7", master="local[2]")
+    kernels = check("spark", "random:7", master="local[2]")
+    assert kernels.startswith("JVM") and "fallback" not in kernels, kernels
 print("wheel smoke test passed")

@@ -2,12 +2,13 @@
 side, and the Spark cost model's top 3 plans against their measured times (the paper's
 Table 2 columns Opt / 2nd / 3rd).
 
-    python -m experiments.bench_spark [--dataset ogbn-arxiv] [--workers 1,2] [--top 3]
-        [--repeats 3] [--no-warmup] [--hidden 256] [--worker-memory 4096]
+    python -m experiments.bench_spark [--dataset ogbn-arxiv] [--workers 1,2] [--local 2]
+        [--top 3] [--repeats 3] [--no-warmup] [--hidden 256] [--worker-memory 4096]
         [--out experiments/results]
 
 Each configuration is what a user runs: a `Session` on the program and the data with
-the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core each; the
+the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core each, and
+with --local N ``local[N]``, N task threads in the driver's JVM; the
 plans are ranked with the Spark constants and the cluster's parallelism), its plan and
 ``session.run``. Each plan runs once to warm up (not with --no-warmup), then the plans
 run ``--repeats`` times in turn (round robin). Reported per plan: the estimated cost, the
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="ogbn-arxiv")
     ap.add_argument("--workers", default="1,2", help="worker processes per Spark run")
+    ap.add_argument("--local", type=int, default=0,
+                    help="also run Spark local[N] with N task threads (0: not)")
     ap.add_argument("--top", type=int, default=3, help="plans of the ranking to time")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=256)
@@ -144,13 +147,20 @@ def main(argv: list[str] | None = None) -> int:
         rows += run_configuration("duckdb", duck, w, args.top, args.repeats, reference, scale,
                                   log)
     from sparse_einsum.backends.spark import SparkBackend
-    for workers in (int(n) for n in args.workers.split(",")):
-        master = f"local-cluster[{workers},1,{args.worker_memory}]"
+    masters = [f"local[{args.local}]"] if args.local else []
+    masters += [f"local-cluster[{n},1,{args.worker_memory}]"
+                for n in filter(None, args.workers.split(","))]
+    for master in masters:
+        slots = args.local if master.startswith("local[") else int(master[14:].split(",")[0])
+        config = {"spark.sql.shuffle.partitions": str(4 * slots)}
+        if master.startswith("local-cluster"):
+            config |= {"spark.executor.memory": f"{args.worker_memory - 512}m",
+                       "spark.driver.memory": "4g"}
         start = time.perf_counter()
-        spark = SparkBackend(master, config={
-            "spark.executor.memory": f"{args.worker_memory - 512}m",
-            "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": str(4 * workers)})
-        log(f"\nSpark {master} started in {time.perf_counter() - start:.1f} s")
+        spark = SparkBackend(master, config=config)
+        log(f"\nSpark {master} started in {time.perf_counter() - start:.1f} s; kernels: "
+            f"{spark.dialect.kernels}" + (f" (fallback: {spark.fallback})" if spark.fallback
+                                          else ""))
         with spark:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,
                                       reference, scale, log, not args.no_warmup)

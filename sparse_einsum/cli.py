@@ -334,6 +334,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     print(f"{verb} {len(found)} leftover{'s' if len(found) != 1 else ''} of killed runs",
           file=sys.stderr)
 def cmd_build_extension(args: argparse.Namespace) -> int:
+    if args.spark:
+        from .backends import spark_jar
+        print(spark_jar.build(force=args.force))
+        return 0
     from .backends import duckdb_extension
     duckdb_extension.fetch_headers()
     print(duckdb_extension.build(force=args.force))
@@ -543,6 +547,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "and print its path; a checkout uses it, a wheel carries its own",
                   f"{PROG} build-extension", cmd_build_extension)
     sub.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
+    sub.add_argument("--spark", action="store_true",
+                     help="build the Spark kernel jar instead (javac against pyspark's jars)")
 
     listing = "; ".join(f"{e.name}: {e.description}" for e in EXAMPLES.values())
     sub = command("example", "Write an example program and its data (NAME.se, NAME_data/) to DIR",

@@ -71,6 +71,12 @@ DEFAULT_PARAMS = {
                         c_group=5.7e-4, c_load_tuple=2.2e-5, c_load_byte=5.3e-8,
                         c_sparse=1.8e-9, c_gemm=5.7e-11, c_shuffle=2.0e-8, c_statement=0.97,
                         parallelism=2.0),
+    # the JVM kernels: partial aggregates in each task, so the per-element aggregate cost
+    # is the JVM's add, not a shuffled row's
+    "spark-native": CostParams(c_xfer=2.0e-8, c_kernel=6.2e-11, c_fixed=2.0e-6, c_add=5.0e-9,
+                               c_group=5.7e-4, c_load_tuple=2.2e-5, c_load_byte=5.3e-8,
+                               c_sparse=1.8e-9, c_gemm=5.7e-11, c_shuffle=2.0e-8,
+                               c_statement=0.97, parallelism=2.0),
 }
 
 

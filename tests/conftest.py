@@ -1,8 +1,9 @@
 """Shared fixtures: a DuckDB backend with the native extension and one falling back to
 UDF kernels, a PostgreSQL backend (when a server is available; never skipped in CI),
 `backend`, which runs a test once on each, `spark`: Spark in local[2] and in
-local-cluster[2,1,2048] (two executor processes), one session at a time (never skipped
-in CI), and the duckdb shell of compiled jobs."""
+local-cluster[2,1,2048] (two executor processes) with the JVM kernels, and on local[2]
+with the Arrow UDF fallback, one session at a time (never skipped in CI), and the duckdb
+shell of compiled jobs."""
 from __future__ import annotations
 
 import os
@@ -111,7 +112,6 @@ def duckdb_cli() -> str:
             pytest.fail("no duckdb shell: pip install duckdb-cli (in the [dev] extra)")
         pytest.skip("no duckdb shell: pip install duckdb-cli")
     return path
-SPARK_MASTERS = ("local[2]", "local-cluster[2,1,2048]")
 # for many small statements: few shuffle partitions, no adaptive re-planning, no code
 # generation, and JVMs that compile quickly (C1 only); measured to halve the test time.
 # Generous heartbeat timeouts: on a saturated machine (load 25 on 2 cores) an executor
@@ -127,17 +127,36 @@ SPARK_TEST_CONFIG = {
 }
 
 
-@pytest.fixture(scope="session", params=SPARK_MASTERS)
-def spark(request):
-    """A Spark backend per master, one at a time (Spark takes 20-40 s to start); skips
-    without pyspark or Java (fails when $CI is set)."""
+# (master, kernels): the JVM kernels on both masters, the Arrow UDF fallback on local[2]
+# (a second backend on the same session)
+SPARK_RUNS = (("local[2]", "jvm"), ("local[2]", "python"), ("local-cluster[2,1,2048]", "jvm"))
+
+
+@pytest.fixture(scope="session")
+def spark_sessions():
+    """The backend that owns each master's session, one master at a time."""
+    owners: dict = {}
+    yield owners
+    for owner in owners.values():
+        owner.close()
+
+
+@pytest.fixture(scope="session", params=SPARK_RUNS, ids=["-".join(r) for r in SPARK_RUNS])
+def spark(request, spark_sessions):
+    """A Spark backend per master and kind of kernels (Spark takes 20-40 s to start: the
+    two kinds share a session); skips without pyspark or Java (fails when $CI is set)."""
     from sparse_einsum.errors import BackendError
+    master, kernels = request.param
+    for other in [m for m in spark_sessions if m != master]:
+        spark_sessions.pop(other).close()
     try:
         from sparse_einsum.backends.spark import SparkBackend
-        backend = SparkBackend(request.param, config=SPARK_TEST_CONFIG)
+        if master not in spark_sessions:
+            spark_sessions[master] = SparkBackend(master, config=SPARK_TEST_CONFIG, native=True)
+        owner = spark_sessions[master]
+        backend = owner if kernels == "jvm" else SparkBackend(session=owner.spark, native=False)
     except (ImportError, BackendError) as e:
         if os.environ.get("CI"):
             pytest.fail(f"Spark did not start: {e}")
         pytest.skip(f"Spark did not start: {e}")
-    with backend:
-        yield backend
+    yield backend

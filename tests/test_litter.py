@@ -1,5 +1,6 @@
 """No litter: a run killed with SIGKILL or interrupted with Ctrl-C (SIGINT) leaves no table in
-the database and no PostgreSQL statement running (real subprocesses, real signals);
+the database and no PostgreSQL statement running, and a killed Spark run no JVM, executor or
+temporary file (real subprocesses, real signals);
 `cleanup` removes what older versions left, and nothing else; a DuckDB file another process
 holds is named with that process."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -263,3 +265,83 @@ def test_duckdb_shell_opens_files_this_package_creates(tmp_path, capsys):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0,4.0", "1,10.0"]
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """The processes below `pid`, with their command lines."""
+    rows = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True,
+                          text=True).stdout.splitlines()
+    children: dict[int, list[tuple[int, str]]] = {}
+    for pid_, ppid, *args in (row.split(None, 2) for row in rows):
+        children.setdefault(int(ppid), []).append((int(pid_), " ".join(args)))
+    found, todo = {}, [pid]
+    while todo:
+        for child, args in children.get(todo.pop(), []):
+            found[child] = args
+            todo.append(child)
+    return found
+
+
+@pytest.mark.parametrize("master", ["local[2]", "local-cluster[2,1,1024]"])
+def test_a_killed_spark_client_ends_its_application(tmp_path, master):
+    """SIGKILL of `sparse-einsum run --backend spark` during a long statement: its driver
+    JVM (which ends when its Python parent does) stops the executors and workers and
+    removes the backend's temporary directory (inputs, checkpoints, Spark's local dirs,
+    a local-cluster's executor logs) within seconds; a later backend sweeps what a dead
+    process left, and nothing else."""
+    pytest.importorskip("pyspark")
+    from sparse_einsum.backends import spark_scratch
+    (tmp_path / "gram.se").write_text(GRAM)
+    (tmp_path / "data").mkdir()
+    np.save(tmp_path / "data" / "A.npy", np.random.default_rng(0).random((500, 200)))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparse_einsum", "run", str(tmp_path / "gram.se"), "--data",
+         str(tmp_path / "data"), "--backend", "spark", "--spark", master,
+         "--plan", "relational"], cwd=REPO, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        for line in child.stderr:
+            if line.startswith("[2/"):         # the statement Y (after the load of A)
+                break
+        else:
+            pytest.fail("the run ended before its statement")
+        time.sleep(3)
+        processes = _descendants(child.pid)
+        scratch, = Path(tempfile.gettempdir()).glob(f"{spark_scratch.PREFIX}{child.pid}-*")
+        also = spark_scratch._listed(scratch)
+        assert child.poll() is None, "the statement ended before the kill"
+        assert any("CoarseGrainedExecutorBackend" in a for a in processes.values()) == \
+            master.startswith("local-cluster"), processes
+        child.kill()
+        child.wait()
+        left = _poll(lambda: [p for p in processes if Path(f"/proc/{p}").exists()],
+                     time.time() + 15, lambda rows: not rows)   # 2.5-4.5 s on an idle machine
+        assert left == [], {p: processes[p] for p in left}
+        assert not scratch.exists() and not any(p.exists() for p in also)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_the_next_spark_backend_sweeps_what_dead_processes_left(tmp_path, monkeypatch):
+    """Directories of backends whose process is gone go (with the paths they list);
+    those of live processes and other names stay (no Spark needed)."""
+    from sparse_einsum.backends import spark_scratch
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout)
+    logs = tmp_path / "work" / "app-1"
+    logs.mkdir(parents=True)
+    stale = tmp_path / f"{spark_scratch.PREFIX}{dead}-abc"
+    (stale / "inputs").mkdir(parents=True)
+    (stale / spark_scratch._ALSO).write_text(f"{logs}\n")
+    live = tmp_path / f"{spark_scratch.PREFIX}{os.getpid()}-abc"
+    other = tmp_path / f"{spark_scratch.PREFIX}abc"
+    live.mkdir()
+    other.mkdir()
+    scratch = spark_scratch.Scratch()
+    assert not stale.exists() and not logs.exists() and live.exists() and other.exists()
+    assert scratch.path.parent == tmp_path and scratch.path.exists()
+    scratch.close()
+    assert not scratch.path.exists()

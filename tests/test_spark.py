@@ -2,12 +2,14 @@
 of plan the strategy registry names, tiles included), every operation of the language,
 repartitions, NaN and inf, exact integers, GCN and sparse attention on a Cora-sized
 graph, what explain says about shuffles, and how the backend starts (the driver's
-Python in the workers) and loads inputs (Parquet files). The tests run on local[2] and on
-local-cluster[2,1,2048] (the `spark` fixture: one session per master), some on one of
-them only, to keep the module within a few minutes."""
+Python in the workers), loads inputs (Parquet files) and survives a lost executor process.
+The tests run on local[2] and on local-cluster[2,1,2048] (the `spark` fixture: one session
+per master), some on one of them only, to keep the module within a few minutes."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from collections import Counter
 
@@ -140,19 +142,146 @@ def test_nan_inf_and_exact_integers(spark):
     assert got.dtype == np.int64 and np.array_equal(got, np.einsum("ij,kj->ik", m, m))
 
 
-def test_gcn_and_sparse_attention_on_cora_size(spark):
-    """On local[2] only (the other tests cover data crossing processes)."""
+def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
+    """On local[2] only (the other tests cover data crossing processes). With the JVM
+    kernels no statement's executed plan runs Python or collects lists; the fallback's
+    do, and explain names it."""
     if master(spark) != "local[2]":
         pytest.skip("Cora runs on local[2] only")
     from experiments.workloads import workload
     from test_workloads import reference as workload_reference
+    plans: list[str] = []
+    materialize = spark.materialize
+
+    def recording(view, frame, *reads):
+        plans.append(frame._jdf.queryExecution().executedPlan().toString())
+        return materialize(view, frame, *reads)
+
+    monkeypatch.setattr(spark, "materialize", recording)
     for name in ("gcn2", "sparse_attention"):
         path, data = workload(name, "cora", hidden=16, d_k=16)
         with Session(path, data, backend=spark) as session:
             outputs = session.run("optimal").outputs
+            kernels = session.explain(top=1)["kernels"]
         got, = outputs.values()
         np.testing.assert_allclose(got, workload_reference(name, data), rtol=1e-9, atol=1e-9,
                                    err_msg=name)
+    python = [p for p in plans if any(w in p for w in PYTHON_OR_LISTS)]
+    if jvm(spark):
+        assert not python, python[0]
+        assert kernels.startswith("JVM") and "fallback" not in kernels, kernels
+    else:
+        assert python and "fallback: the JVM kernels were not requested" in kernels, kernels
+
+
+PYTHON_OR_LISTS = ("ArrowEvalPython", "BatchEvalPython", "collect_list")
+
+
+def jvm(spark) -> bool:
+    return spark.dialect.name == "spark-native"
+
+
+def _frame(spark, rows: list[tuple], schema: str, view: str) -> None:
+    spark.spark.createDataFrame(rows, schema).createOrReplaceTempView(view)
+
+
+def test_each_jvm_kernel_matches_numpy(spark):
+    """Every function of the kernel jar on rows of a DataFrame (the generated code's
+    calls), against NumPy: the strided loop (map, reductions, a diagonal), matrix products
+    (BLAS, batched), packed sparse inputs (over the non-zeros, and densified where the
+    dense input holds inf), scalars (x / 0), NULL arrays as zeros, -0.0 kept, the
+    aggregates (NaN in max/min), stacks, splits and packing."""
+    if not jvm(spark) or master(spark) != "local[2]":
+        pytest.skip("the JVM kernels, on local[2]")
+    from dataclasses import replace
+    from sparse_einsum.kernels.numpy_kernels import run_kernel
+    from sparse_einsum.kernels.spec import GatherSpec, KernelSpec
+    from sparse_einsum.sql.native import spec_literal
+    rng = np.random.default_rng(7)
+    fn = spark.dialect.fn
+    specs = [
+        KernelSpec("relu", "sum", (3, 4), 2, ((4, 1),), (12,)),                  # map
+        KernelSpec("powc:2", "max", (3, 4), 1, ((4, 1),), (12,)),                # reduction
+        KernelSpec("id", "sum", (3, 2), 1, ((1, 9),), (18,)),                    # diagonal
+        KernelSpec("sub", "min", (3, 4), 1, ((4, 1), (1, 3)), (12, 12)),         # two inputs
+        KernelSpec("mul", "sum", (3, 5, 4), 2, ((4, 0, 1), (0, 1, 5)), (12, 20)),  # ij,jk->ik
+        KernelSpec("mul", "sum", (5, 3, 4), 2, ((0, 4, 1), (1, 0, 5)), (12, 20)),  # c^T
+        KernelSpec("mul", "sum", (2, 3, 2, 4), 3, ((12, 4, 0, 1), (8, 0, 1, 2)), (24, 16)),
+    ]
+    for spec in specs:
+        n = 5
+        a = rng.normal(size=(n, spec.in_sizes[0]))
+        b = rng.normal(size=(n, spec.in_sizes[-1])) if spec.arity == 2 else a
+        a[0, 0] = -0.0
+        rows = [(k, a[k].tolist(), b[k].tolist()) for k in range(n)] + [(n, None, b[0].tolist())]
+        _frame(spark, rows, "k int, a array<double>, b array<double>", "se_t")
+        args = "a, b" if spec.arity == 2 else "a"
+        got = spark.query(f"SELECT {fn('se_kernel')}{spec.arity}({spec_literal(spec)}, {args}) "
+                          "FROM se_t ORDER BY k")
+        want = run_kernel(spec, *([np.vstack([a, np.zeros_like(a[:1])]),
+                                   np.vstack([b, b[:1]])][:spec.arity]))
+        check(np.array([r[0] for r in got]), want, spec.text)
+    # packed sparse a: over the non-zeros; a dense b with inf: densified (0 * inf is NaN)
+    spec = specs[4]
+    a = np.where(rng.random((3, 12)) < 0.4, rng.normal(size=(3, 12)), 0.0)
+    b = rng.normal(size=(3, 20))
+    b[2, 3] = np.inf
+    packed = replace(spec, packed=(True, False))
+    rows = [(k, _packed(a[k]), b[k].tolist()) for k in range(3)]
+    _frame(spark, rows, "k int, a array<double>, b array<double>", "se_t")
+    got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(packed)}, a, b) FROM se_t ORDER BY k")
+    with np.errstate(invalid="ignore"):
+        check(np.array([r[0] for r in got]), run_kernel(spec, a, b), packed.text)
+    # scalars: IEEE division, NULL scalars give NULL
+    got = spark.query(f"SELECT {fn('se_value2')}('div;sum;0;;;', 1.0D, 0.0D), "
+                      f"{fn('se_value2')}('div;sum;0;;;', -1.0D, CAST(NULL AS DOUBLE))")
+    assert got == [(np.inf, None)]
+    # sparsify / densify keep -0.0; split gives NULL for +0.0 pieces only
+    x = [0.0, -0.0, 2.5, 0.0, 0.0, 0.0]
+    _frame(spark, [(x,)], "v array<double>", "se_t")
+    (sparse, dense, pieces), = spark.query(
+        f"SELECT {fn('se_sparsify')}(v), {fn('se_densify')}({fn('se_sparsify')}(v), 6), "
+        f"{fn('se_split')}('6;3;2;2;1', v) FROM se_t")
+    assert sparse == [1.0, 2.0, -0.0, 2.5] and np.signbit(sparse[2])
+    assert np.array_equal(dense, x) and np.signbit(dense[1])
+    assert pieces[0] == [0.0, -0.0] and pieces[1] == [2.5, 0.0] and pieces[2] is None
+    # aggregates over groups: sums, NaN-propagating max/min, weights, kernel sums, stacks
+    v = rng.normal(size=(9, 4))
+    v[4, 1] = np.nan
+    w = rng.normal(size=9)
+    m = rng.normal(size=(9, 12))
+    g = np.array([0, 1, 0, 1, 0, 1, 0, 1, 2])
+    rows = [(int(g[k]), k // 2, v[k].tolist(), float(w[k]), m[k].tolist()) for k in range(9)]
+    rows.append((2, 5, None, 1.0, None))      # NULL arrays add nothing
+    _frame(spark, rows, "g int, p bigint, v array<double>, w double, m array<double>", "se_t")
+    ksum = KernelSpec("mul", "sum", (3, 3, 4), 2, ((4, 0, 1), (0, 4, 1)), (12, 12))
+    stack = GatherSpec(16, (4,), (4,), (4,), (1,))
+    got = spark.query(
+        f"SELECT g, {fn('se_vsum')}(v), {fn('se_vmax')}(v), {fn('se_vmin')}(v), "
+        f"{fn('se_wsum')}(w, v), {fn('se_ksum')}({spec_literal(ksum)}, m, m), "
+        f"{fn('se_stack_packed')}(CAST(p AS BIGINT), w) FROM se_t GROUP BY g ORDER BY g")
+    for (group, vsum, vmax, vmin, wsum, ks, packed_w) in got:
+        rows_of = g == group
+        check(vsum, v[rows_of].sum(axis=0), "se_vsum")
+        check(vmax, np.maximum.reduce(v[rows_of]), "se_vmax")
+        check(vmin, np.minimum.reduce(v[rows_of]), "se_vmin")
+        check(wsum, (w[rows_of, None] * v[rows_of]).sum(axis=0), "se_wsum")
+        at = [k // 2 for k in np.flatnonzero(rows_of)] + [5] * (group == 2)
+        weights = list(w[rows_of]) + [1.0] * (group == 2)
+        check(packed_w, sorted(at) + [x for _, x in sorted(zip(at, weights))], "se_stack_packed")
+        check(ks, sum(run_kernel(ksum, m[k:k + 1], m[k:k + 1])[0] for k in np.flatnonzero(rows_of)),
+              "se_ksum")
+    got = spark.query(f"SELECT {fn('se_stack')}({spec_literal(stack)}, v, p) FROM se_t "
+                      "WHERE g = 1 GROUP BY g")
+    want = np.zeros(16)
+    for k in np.flatnonzero(g == 1):
+        want[(k // 2) * 4:(k // 2) * 4 + 4] = v[k]
+    check(got[0][0], want, "se_stack")
+
+
+def _packed(x: np.ndarray) -> list[float]:
+    at = np.flatnonzero(x)
+    return at.astype(float).tolist() + x[at].tolist()
 
 
 def test_explain_says_where_shuffles_happen(spark):
@@ -215,3 +344,44 @@ def test_a_worker_traceback_reads_as_its_exception_line():
             "call last):\n  File \"k.py\", line 3, in f\n    raise ValueError('a\\nb')\n"
             "ValueError: a\nb\n")
     assert _raised_line(text) == "ValueError: a"
+
+
+def _executors(spark) -> list[int]:
+    """Process ids of the executors of a local-cluster session (children of its JVM)."""
+    from pyspark import SparkContext
+    jvm = SparkContext._gateway.proc.pid
+    rows = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True,
+                          text=True).stdout.splitlines()
+    return [int(pid) for pid, ppid, args in (row.split(None, 2) for row in rows)
+            if int(ppid) == jvm and "CoarseGrainedExecutorBackend" in args]
+
+
+def test_a_lost_executor_loses_no_data(spark, monkeypatch):
+    """local-cluster: one executor process killed in the middle of a run, when the views so
+    far are persisted in the executors and the deepest written to reliable checkpoints: what
+    it held is computed again from lineage or checkpoint, and the run gives NumPy's answer."""
+    if not master(spark).startswith("local-cluster"):
+        pytest.skip("executors are processes on local-cluster only")
+    from sparse_einsum.backends import spark as spark_backend
+    monkeypatch.setattr(spark_backend, "CHECKPOINT_DEPTH", 3)
+    program = "input A[i,j]\ninput Y0[j,f]\n" + "".join(
+        f"Y{k + 1}[i,f] = relu(A[i,j] * Y{k}[j,f]) * 0.5\n" for k in range(6)) + \
+        "output Y1, Y2, Y3, Y4, Y5, Y6"       # a statement each
+    rng = np.random.default_rng(8)
+    data = {"A": sp.random(300, 300, density=0.02, format="csr", random_state=8),
+            "Y0": rng.normal(size=(300, 3))}
+    want = evaluate(load_program(program), {**data, "A": data["A"].toarray()})
+    killed, checkpoints = [], spark._scratch.path / "checkpoints"
+
+    def kill_one_executor(line: str) -> None:
+        if line.startswith("[6/") and not killed:
+            assert list(checkpoints.rglob("rdd-*")), "no view was checkpointed"
+            killed.append(_executors(spark)[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    with Session(program, data, backend=spark) as session:
+        got = session.run("relational", progress=kill_one_executor).outputs
+    assert killed and killed[0] not in _executors(spark)
+    for name in got:
+        check(got[name], want[name], f"{name} after a lost executor")
+    assert not list(checkpoints.rglob("rdd-*")), "dropped views left checkpoints"

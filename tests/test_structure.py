@@ -11,10 +11,10 @@ import sqlglot
 
 from sparse_einsum import Session
 from sparse_einsum.optimizer.strategies import STRATEGIES
-from sparse_einsum.program.ops import c_header
+from sparse_einsum.program.ops import c_header, java_ops
 from sparse_einsum.sql.duckdb import DuckDBBuiltinDialect, DuckDBDialect, DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
-from sparse_einsum.sql.spark import SparkDialect
+from sparse_einsum.sql.spark import SparkDialect, SparkNativeDialect
 
 from test_programs import PROGRAMS
 
@@ -81,14 +81,17 @@ def test_the_sql_made_is_never_read_back():
     assert not found, found
 
 
-def test_c_kernels_read_the_generated_operation_list():
-    header = PACKAGE.parent / "udf_kernels" / "common" / "se_ops.h"
-    assert header.read_text() == c_header(), \
-        "udf_kernels/common/se_ops.h is stale: run python -m sparse_einsum.program.ops"
+def test_c_and_jvm_kernels_read_the_generated_operation_list():
+    kernels = PACKAGE.parent / "udf_kernels"
+    for path, text in ((kernels / "common" / "se_ops.h", c_header()),
+                       (kernels / "spark" / "src" / "sparseeinsum" / "spark" / "Ops.java",
+                        java_ops())):
+        assert path.read_text() == text, \
+            f"{path.relative_to(kernels.parent)} is stale: run python -m sparse_einsum.program.ops"
 
 
 DIALECTS = [DuckDBNativeDialect(), DuckDBDialect(), DuckDBBuiltinDialect(), PostgresDialect(),
-            SparkDialect()]
+            SparkDialect(), SparkNativeDialect()]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)

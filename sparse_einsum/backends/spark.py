@@ -3,16 +3,22 @@
 Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the executors
 run on this machine and the input is large, through a temporary Parquet file
 (`spark_inputs`); Parquet files the user names are read in place. Every statement is a
-temporary view, computed when it is issued and held in the executors' memory as a local
-checkpoint (`SparkBackend.materialize`); results come back through Arrow (``toArrow``). Kernels are Arrow UDFs registered for the statement
-that calls them. Their code is pickled by value, so the executors need the Python
-packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
+temporary view, computed when it is issued and persisted in the executors (memory, then
+disk), with its lineage kept and cut by a reliable checkpoint every few statements
+(`SparkBackend.materialize`); results come back through Arrow (``toArrow``). The backend's
+temporary data on this machine, and who removes it: `spark_scratch`. Kernels run in the
+JVM, from the kernel jar's function catalog (`sql.spark.SparkNativeDialect`), on a session
+that has it (`start_session` adds it); on a session without it (a managed cluster that
+refuses jars) they are Arrow UDFs registered for the statement that calls them, with a
+warning and a note in explain. Their code is pickled by value, so the executors need the
+Python packages the kernels import (numpy, scipy, pyarrow, and pandas for pyspark's Arrow
 path), not sparse-einsum itself. How a session is started, and how Spark's failures
 become one-line errors: `spark_session`.
 """
 from __future__ import annotations
 
 import functools
+import os
 import re
 import warnings
 from dataclasses import replace
@@ -23,7 +29,7 @@ import numpy as np
 
 from ..blocks import Blocks
 from ..cost import CostParams
-from ..errors import DataError, SparseEinsumError
+from ..errors import BackendError, DataError, SparseEinsumError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
 from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
@@ -32,14 +38,19 @@ from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalar
 from ..memory import parse_size
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
-from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect
+from ..sql.dialect import Dialect
+from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
 from ..sql.steps import KernelUse, Step, TableRelation
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 from .spark_inputs import InputFiles
-from .spark_session import (failure, first_line, forget_dead_jvm, is_local, jvm_ended,
-                            start_session)
+from .spark_scratch import Scratch
+from .spark_session import (AGGREGATE_CONFIG, failure, first_line, forget_dead_jvm,
+                            is_local, jvm_ended, kernel_catalog_missing, start_session)
 
 DEFAULT_MASTER = "local[*]"
+# statements a view's lineage may reach back before it is written to a reliable checkpoint
+CHECKPOINT_DEPTH = 16
+_WARNED: set[str] = set()      # fallback reasons already warned of
 _ARRAY, _DOUBLE = "array<double>", "double"
 # the modules the kernels run, shipped with them: executors need no sparse-einsum
 _PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table,
@@ -64,26 +75,57 @@ def _reported(method: Callable) -> Callable:
 
 class SparkBackend(Backend):
     """Runs compiled steps on Spark: a session started on `master` (default local[*]) and
-    stopped on close, or a SparkSession given as `session` (left running)."""
+    stopped on close, or a SparkSession given as `session` (left running). `native`:
+    True requires the JVM kernels, False runs the Arrow UDFs, None (default) the JVM
+    kernels where the session has them."""
     name = "spark"
     # one tuple or kernel call: at most a quarter of an executor's memory (the Arrow
     # batches, the Python worker's copies and the kernel's arrays share it)
     memory_share = 1 / 4
 
     def __init__(self, master: str | None = None, *, session=None,
-                 parallelism: int | None = None, config: dict[str, str] | None = None):
+                 parallelism: int | None = None, config: dict[str, str] | None = None,
+                 native: bool | None = None):
         from pyspark import cloudpickle
         for module in _PICKLED_BY_VALUE:
             cloudpickle.register_pickle_by_value(module)
         self._owns = session is None
+        self._scratch = Scratch()
+        if session is None and is_local(master or DEFAULT_MASTER):
+            config = {"spark.local.dir": str(self._scratch.subdir("local")), **(config or {})}
         self.spark = session if session is not None else \
             start_session(master or DEFAULT_MASTER, config)
         self.parallelism = parallelism or self._cluster_parallelism()
-        self.dialect = SparkDialect()
-        self._frames: dict[str, object] = {}      # view -> its checkpointed DataFrame
+        self.dialect = self._kernels(native)
+        self._frames: dict[str, tuple] = {}     # view -> (persisted DataFrame, checkpointed RDD)
+        self._depth: dict[str, int] = {}          # view -> statements its lineage reaches back
         self._memory, self._task_memory = self._memory_settings()
-        self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()))
-        self._register_scalar_udfs()
+        self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()),
+                                  scratch=self._scratch)
+        self._checkpoints = self._checkpoint_dir()
+        self._scratch.hand_to(self.spark)
+        if not isinstance(self.dialect, SparkNativeDialect):
+            self._register_scalar_udfs()
+
+    def _kernels(self, native: bool | None) -> Dialect:
+        """The JVM kernels' dialect where the session has the kernel catalog, else the
+        Arrow UDF one (`fallback` says why; warned once per reason)."""
+        if native is False:
+            self.fallback = "the JVM kernels were not requested (native=False)"
+            return SparkDialect()
+        missing = kernel_catalog_missing(self.spark)
+        if missing is None:
+            for key, value in AGGREGATE_CONFIG.items():
+                self.spark.conf.set(key, value)
+            return SparkNativeDialect()
+        if native:
+            raise BackendError(f"the Spark JVM kernels are not available: {missing}")
+        self.fallback = missing
+        if missing not in _WARNED:
+            _WARNED.add(missing)
+            warnings.warn(f"sparse-einsum runs Spark kernels as Python Arrow UDFs (slower): "
+                          f"{missing}", RuntimeWarning, stacklevel=3)
+        return SparkDialect()
 
     def _master(self) -> str:
         try:
@@ -127,15 +169,33 @@ class SparkBackend(Backend):
                   for key in keys} if master else {}
         return memory, keys[0 if re.fullmatch(r"local(\[.*\])?", master) else 1]
 
+    def _checkpoint_dir(self) -> bool:
+        """Whether reliable checkpoints can be written: to the session's checkpoint directory
+        (spark.checkpoint.dir, shared storage on a cluster), else on a local master to one in
+        the backend's temporary directory; a local-cluster's executor logs go with that
+        directory too. A Spark Connect session keeps local checkpoints (`materialize`)."""
+        master = self._master()
+        if not master:
+            return False
+        context = self.spark.sparkContext
+        if master.startswith("local-cluster[") and self._owns:
+            home = context._jvm.System.getenv("SPARK_HOME")
+            if home:
+                self._scratch.also(os.path.join(home, "work", context.applicationId))
+        if context.getCheckpointDir() is None and is_local(master):
+            context.setCheckpointDir(str(self._scratch.subdir("checkpoints")))
+        return context.getCheckpointDir() is not None
+
     def close(self) -> None:
-        """Remove the input files; stop the session if this backend started it (after its
-        JVM ended, only let the next session start a new one)."""
+        """Stop the session if this backend started it (after its JVM ended, only let the
+        next session start a new one); remove the temporary directory."""
         self._inputs.close()
         if self._owns:
             self._owns = False
             if not jvm_ended():
                 self.spark.stop()
             forget_dead_jvm()
+        self._scratch.close()
 
     # -- data in and out ----------------------------------------------------
     @_reported
@@ -147,14 +207,43 @@ class SparkBackend(Backend):
             self._inputs.remove(rel.table)
 
     @_reported
-    def materialize(self, view: str, frame) -> None:
-        """Compute `frame` now, keep it in the executors (memory, then disk) and make it
-        the view `view`. The local checkpoint cuts its lineage: later statements read it
-        as a table, so planning them never analyses the statements before them again
-        (with cached views it did, and the time grew with the depth of the DAG)."""
-        frame = frame.localCheckpoint(eager=True)
-        frame.createOrReplaceTempView(view)
-        self._frames[view] = frame
+    def materialize(self, view: str, frame, reads: frozenset[str] = frozenset()) -> None:
+        """Compute `frame` now, persist it in the executors (memory, then disk) and make it
+        the view `view`, a leaf over the persisted data: later statements read it as a
+        table, so planning them never analyses the statements before them again (over
+        cached views it did, and the time grew with the depth of the DAG). Its lineage stays:
+        a lost executor's blocks are computed again. Once that lineage reaches back
+        CHECKPOINT_DEPTH statements (through the views it `reads`), the data is
+        also written to a reliable checkpoint, which then stands for the lineage. Spark
+        Connect sessions keep a local checkpoint (the client cannot reach the cache)."""
+        if not hasattr(frame, "_jdf"):
+            frame.localCheckpoint(eager=True).createOrReplaceTempView(view)
+            self._frames[view] = (None, None)
+            return
+        from pyspark import StorageLevel
+        from pyspark.sql.classic.dataframe import DataFrame
+        depth = 1 + max((self._depth.get(name, 0) for name in reads), default=0)
+        jvm, session = self.spark._jvm, self.spark._jsparkSession
+        frame.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = session.sharedState().cacheManager().lookupCachedData(frame._jdf).get() \
+            .cachedRepresentation()
+        checkpointed = None
+        if depth >= CHECKPOINT_DEPTH and self._checkpoints:
+            checkpointed = cached.cacheBuilder().cachedColumnBuffers()
+            checkpointed.checkpoint()   # written after the job below, from the cached blocks
+            depth = 0
+        frame.count()
+        # read through the cache with this frame's columns (an identical plan cached under
+        # other names shares its data)
+        rows = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            session, frame._jdf.queryExecution().analyzed())
+        make = getattr(jvm.org.apache.spark.sql.execution, "LogicalRDD$").__getattr__("MODULE$")
+        leaf = make.fromDataset(rows.queryExecution().toRdd(), rows, False,
+                                getattr(make, "fromDataset$default$4")())
+        DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(session, leaf),
+                  self.spark).createOrReplaceTempView(view)
+        self._frames[view] = (frame, checkpointed)
+        self._depth[view] = depth
 
     def create(self, table: str, select: str, temporary: bool = False) -> None:
         self.materialize(table, self.spark.sql(select))
@@ -169,11 +258,14 @@ class SparkBackend(Backend):
         if jvm_ended():       # a failed run cleans up after Spark ended: nothing to drop
             return
         self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(rel.table)}")
-        frame = self._frames.pop(rel.table, None)
-        try:      # free the checkpoint now (Spark Connect frees it with the DataFrame)
-            frame._jdf.queryExecution().logical().rdd().unpersist(False)
-        except Exception:  # noqa: BLE001 - no frame, or a Spark Connect DataFrame
-            pass
+        frame, checkpointed = self._frames.pop(rel.table, (None, None))
+        self._depth.pop(rel.table, None)
+        if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
+            frame.unpersist(blocking=False)
+        if checkpointed is not None:
+            context = self.spark.sparkContext
+            context._jvm.org.apache.spark.rdd.ReliableRDDCheckpointData.cleanCheckpoint(
+                context._jsc.sc(), checkpointed.id())
 
     @_reported
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
@@ -221,7 +313,7 @@ class SparkBackend(Backend):
         try:
             self.execute(step.sql)
             self.materialize(step.target.table, self.spark.table(
-                self.dialect.q(step.target.table)))
+                self.dialect.q(step.target.table)), step.reads)
         finally:
             for use in step.kernels if not jvm_ended() else ():
                 self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {use.name}")

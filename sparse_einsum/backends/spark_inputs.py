@@ -3,16 +3,14 @@
 ``createDataFrame`` of an Arrow table keeps the rows in the driver and ships them inside
 the tasks (a local relation, or a parallelized collection): cheap for small inputs, but
 every copy is held in the driver's heap, which large inputs exhaust. When the executors run on this machine, a larger input is
-written instead as a Parquet file in a temporary directory of the backend and read by the
-executors themselves (``spark.read.parquet``); the file is removed once the input has been
-materialized, and the directory when the backend closes (or its process exits).
+written instead as a Parquet file in the backend's temporary directory (`spark_scratch`)
+and read by the executors themselves (``spark.read.parquet``); the file is removed once the
+input has been materialized, and its directory when the backend closes.
 """
 from __future__ import annotations
 
 import math
 import shutil
-import tempfile
-import weakref
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,16 +21,17 @@ _ROW_GROUP_BYTES = 64 << 20
 
 
 class InputFiles:
-    """Arrow tables as DataFrames; the Parquet files among them in a temporary directory
-    made on first use. `readable`: whether the executors read this machine's files."""
+    """Arrow tables as DataFrames; the Parquet files among them in `scratch`'s ``inputs``
+    directory, made on first use. `readable`: whether the executors read this machine's
+    files."""
 
-    def __init__(self, parallelism: int | None, readable: bool):
+    def __init__(self, parallelism: int | None, readable: bool, scratch):
         self.parallelism = parallelism or 1
         self.readable = readable
+        self.scratch = scratch
         self.directory: Path | None = None
         self._paths: dict[str, Path] = {}
         self._made = 0
-        self._finalizer: weakref.finalize | None = None
 
     def frame(self, spark, name: str, table: pa.Table):
         """A DataFrame of `table`: inside the tasks when small (or not `readable`), else
@@ -43,8 +42,7 @@ class InputFiles:
             return spark.createDataFrame(table)
         from pyspark.sql.pandas.types import from_arrow_schema
         if self.directory is None:
-            self.directory = Path(tempfile.mkdtemp(prefix="sparse-einsum-spark-"))
-            self._finalizer = weakref.finalize(self, shutil.rmtree, self.directory, True)
+            self.directory = self.scratch.subdir("inputs")
         self._made += 1
         path = self.directory / f"{self._made}.parquet"
         groups = max(2 * self.parallelism, math.ceil(table.nbytes / _ROW_GROUP_BYTES))
@@ -60,6 +58,6 @@ class InputFiles:
 
     def close(self) -> None:
         """Remove the directory and every file left in it."""
-        if self._finalizer is not None:
-            self._finalizer()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
         self.directory, self._paths = None, {}

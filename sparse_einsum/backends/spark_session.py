@@ -8,6 +8,8 @@ A session the backend starts on this machine (``local[N]``, ``local-cluster[W,C,
 - gives the driver JVM half of the machine's memory unless spark.driver.memory is set
   (Spark's default is 1g, and with local[N] every task runs in that JVM);
 - gives local-cluster executors their worker's MB unless spark.executor.memory is set;
+- puts the kernel jar (`spark_jar`) on ``spark.jars`` and registers its function catalog
+  as ``spark.sql.catalog.sparse_einsum``, unless the user's config names that catalog;
 - ends the driver JVM on an OutOfMemoryError (-XX:+ExitOnOutOfMemoryError), which
   otherwise can kill a scheduler thread and leave the job waiting forever; the backend
   then raises a BackendError naming the setting to raise.
@@ -23,6 +25,8 @@ from typing import Iterator
 
 from ..errors import BackendError
 from ..memory import physical_memory
+from ..sql.spark import KERNEL_CATALOG
+from . import spark_jar
 
 # settings of a session this backend starts (a session given to it is left as it is)
 SESSION_CONFIG = {
@@ -33,6 +37,11 @@ SESSION_CONFIG = {
     # of a few large array tuples is over the default 128 MB
     "spark.rpc.message.maxSize": "1024",
 }
+CATALOG_KEY = f"spark.sql.catalog.{KERNEL_CATALOG}"
+# the JVM aggregates' states stay in the hash aggregate (the planner bounds groups x state
+# size: `unspillable_states`) instead of falling back to sorting the rows after 128 groups
+AGGREGATE_CONFIG = {"spark.sql.objectHashAggregate.sortBased.fallbackThreshold": str(2**31 - 1)}
+_jar_missing: list[str] = []      # why start_session could not add the kernel jar
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 _EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
 _OOM_EXIT_CODE = 3        # the JVM's exit status under ExitOnOutOfMemoryError
@@ -55,6 +64,39 @@ def local_config(master: str, config: dict[str, str]) -> dict[str, str]:
     if "spark.driver.defaultJavaOptions" not in config:
         added["spark.driver.defaultJavaOptions"] = _EXIT_ON_OOM
     return added
+
+
+def kernel_config(config: dict[str, str]) -> dict[str, str]:
+    """The kernel jar on spark.jars and its catalog, added to the user's `config` (nothing
+    where the user names the catalog, or where the jar cannot be had: the reason is kept
+    for the backend's fallback note)."""
+    if CATALOG_KEY in config:
+        return {}
+    try:
+        jar = str(spark_jar.jar_path())
+    except BackendError as exc:
+        _jar_missing[:] = [str(exc).splitlines()[0]]
+        return {}
+    return {"spark.jars": ",".join(filter(None, (config.get("spark.jars"), jar))),
+            CATALOG_KEY: spark_jar.CATALOG_CLASS}
+
+
+def kernel_catalog_missing(session) -> str | None:
+    """Why `session` cannot call the JVM kernels, or None when it can (the catalog is set
+    and a call of it is analysed; nothing runs)."""
+    try:
+        configured = session.conf.get(CATALOG_KEY, None)
+    except Exception:  # noqa: BLE001 - a Spark Connect server may refuse to say
+        configured = None
+    if not configured:
+        why = _jar_missing[0] if _jar_missing else \
+            "it was not started with the kernel jar (docs/spark.md)"
+        return f"the session has no {CATALOG_KEY}: {why}"
+    try:
+        session.sql(f"SELECT {KERNEL_CATALOG}.se_vsum(array(CAST(1 AS DOUBLE)))").schema
+    except Exception as exc:  # noqa: BLE001 - the jar is missing or does not load
+        return f"{CATALOG_KEY} does not load: {first_line(exc)}"
+    return None
 
 
 def machine_memory() -> int:
@@ -100,6 +142,7 @@ def start_session(master: str, config: dict[str, str] | None = None):
         builder = SparkSession.builder.master(master).appName("sparse-einsum")
         if is_local(master):
             config |= local_config(master, config)
+        config |= kernel_config(config)
     for key, value in config.items():
         builder = builder.config(key, value)
     try:

@@ -10,6 +10,8 @@ constant, ``name:c`` (``mulc:2.5``).
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -235,8 +237,41 @@ def c_header() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":     # regenerate udf_kernels/common/se_ops.h
+_JAVA_CALLS = {"exp": "Math.exp", "log": "Math.log", "sqrt": "Math.sqrt", "tanh": "Math.tanh",
+               "fabs": "Math.abs", "isnan": "Double.isNaN", "pow": "Math.pow"}
+
+
+def java_ops() -> str:
+    """``Ops.java``: the operations for the Spark JVM kernels (the C expressions, with the
+    C library calls as java.lang.Math's), numbered as in se_ops.h."""
+    def java(expr: str) -> str:
+        return re.sub(r"\b(\w+)\(", lambda m: _JAVA_CALLS.get(m.group(1), m.group(1)) + "(", expr)
+    ops = list(OPS.values())
+    kinds = [op.kind for op in ops]
+    lines = ["// Generated from sparse_einsum/program/ops.py by "
+             "`python -m sparse_einsum.program.ops`: do not edit.",
+             "package sparseeinsum.spark;", "",
+             "/** The operations of the kernel specs (binary ones first), as in se_ops.h. */",
+             "final class Ops {",
+             f"    static final String[] NAMES = {{{', '.join(chr(34) + o.name + chr(34) for o in ops)}}};",
+             f"    static final int N_BINARY = {kinds.count(BINARY)};",
+             f"    static final int FIRST_CONST = {kinds.index(CONSTANT)};", "",
+             "    private Ops() {", "    }", "",
+             "    /** Operation `op` of x (input a), y (input b) and c (the constant). */",
+             "    static double apply(int op, double x, double y, double c) {",
+             "        switch (op) {"]
+    lines += [f"            case {k}: return {java(op.c)};" for k, op in enumerate(ops)]
+    lines += ["            default: throw new IllegalArgumentException(\"operation \" + op);",
+              "        }", "    }", "}", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":     # regenerate se_ops.h and the Spark kernels' Ops.java
     from pathlib import Path
-    target = Path(__file__).resolve().parents[2] / "udf_kernels" / "common" / "se_ops.h"
-    target.write_text(c_header())
-    print(f"wrote {target}")
+    root = Path(__file__).resolve().parents[2] / "udf_kernels"
+    for target, text in ((root / "common" / "se_ops.h", c_header()),
+                         (root / "spark" / "src" / "sparseeinsum" / "spark" / "Ops.java",
+                          java_ops())):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        print(f"wrote {target}")

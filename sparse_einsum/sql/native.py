@@ -37,47 +37,55 @@ def spec_literal(spec: KernelSpec | GatherSpec | str) -> str:
 class NativeDialect(Dialect):
     """Kernels, aggregates and stacks as calls of the C kernels."""
     array_of_scalar: ClassVar[str] = "{}"      # a scalar passed where an array may be
+    functions: ClassVar[str] = ""              # before each kernel's name (Spark: its catalog)
+
+    def fn(self, name: str) -> str:
+        """The SQL name of the kernel function `name` (se_kernel2, se_vsum, ...)."""
+        return self.functions + name
 
     def _arg(self, value: str, is_list: bool) -> str:
         return value if is_list else self.array_of_scalar.format(value)
 
     def scalar_kernel(self, code: str, args: tuple[str, ...]) -> str:
         spec = f"{code};sum;0;" + ";" * len(args)
-        return f"se_value{len(args)}({spec_literal(spec)}, " \
+        return f"{self.fn('se_value')}{len(args)}({spec_literal(spec)}, " \
                f"{', '.join(self._arg(a, False) for a in args)})"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
                constant: tuple[int, TableRelation] | None = None,
                sparse: tuple[bool, ...] = ()) -> str:
         assert constant is None, "the C kernels take a one-tuple operand joined to every row"
-        name = "se_kernel" if spec.n_out else "se_value"
+        name = self.fn("se_kernel" if spec.n_out else "se_value")
         if any(sparse):     # a product-sum runs over the non-zeros, other kernels densify
             spec = replace(spec, packed=tuple(sparse))
         arrays = [self._arg(a, is_list) for a, is_list in zip(args, lists)]
         return f"{name}{spec.arity}({spec_literal(spec)}, {', '.join(arrays)})"
 
     def sparsify(self, step: StepBuilder, value: str) -> str:
-        return f"se_sparsify({value})"
+        return f"{self.fn('se_sparsify')}({value})"
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:
-        result = f"se_v{agg}({value})"
+        result = f"{self.fn('se_v' + agg)}({value})"
         if count is None:
             return result
         clip = KernelSpec(AGGREGATES[agg].clip_zero, agg, (size,), 1, ((1,),), (size,))
-        return (f"CASE WHEN {count} < {expected} THEN se_kernel1({spec_literal(clip)}, {result}) "
+        return (f"CASE WHEN {count} < {expected} THEN "
+                f"{self.fn('se_kernel1')}({spec_literal(clip)}, {result}) "
                 f"ELSE {result} END")
 
     def weighted_sum(self, spec: KernelSpec, args: list[str], lists: list[bool]
                      ) -> WeightedSum | None:
         k = scaled_vector(spec, lists)
         if k is not None:
-            return WeightedSum({"se_w": args[1 - k], "val": args[k]}, "se_wsum(se_w, val)", True)
+            return WeightedSum({"se_w": args[1 - k], "val": args[k]},
+                               f"{self.fn('se_wsum')}(se_w, val)", True)
         if self.capabilities.kernel_sums and spec.op == "mul" and spec.arity == 2 and all(lists):
             return WeightedSum({"se_a": args[0], "se_b": args[1]},
-                               f"se_ksum({spec_literal(spec)}, se_a, se_b)", False)
+                               f"{self.fn('se_ksum')}({spec_literal(spec)}, se_a, se_b)", False)
         return None
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:
-        return f"se_stack({spec_literal(spec)}, {self._arg(value, value_is_list)}, {position})"
+        return (f"{self.fn('se_stack')}({spec_literal(spec)}, {self._arg(value, value_is_list)}, "
+                f"{position})")

@@ -1,31 +1,41 @@
-"""Spark SQL: every intermediate a temporary view, kernels as Arrow UDFs.
+"""Spark SQL: every intermediate a temporary view, in two sibling dialects over one shared
+syntax.
 
-The kernels are the NumPy ones DuckDB calls (`kernels.arrow_kernels`, called by the SQL
-of `sql.udf`), registered per statement as Arrow UDFs that run on whole batches in the
-executors' Python workers.
+`SparkNativeDialect` (a session with the kernel jar, udf_kernels/spark) calls the JVM
+kernels of the jar's function catalog, the contract the C extensions share
+(`sql.native`), by their catalog-qualified names: scalar functions that Spark's generated
+code calls directly, and aggregates that Spark runs as partial aggregates (summed in
+each task before the shuffle).
+
+`SparkDialect` (the fallback, a session without the jar) runs the NumPy kernels DuckDB
+calls (`kernels.arrow_kernels`, called by the SQL of `sql.udf`), registered per
+statement as Arrow UDFs that run on whole batches in the executors' Python workers.
 Element-wise aggregates of DOUBLE arrays are ``collect_list`` with one Arrow UDF per
-batch of groups (``np.add.reduceat``): measured against the alternatives (one ``sum``
-per element, ``aggregate`` with ``zip_with``, a grouped pandas UDF) it is as fast as the
-fastest of them, for any array length (docs/spark.md). Repartitions are Spark's own
-``posexplode`` and ``GROUP BY`` (a shuffle on the target keys).
+batch of groups (``np.add.reduceat``). Operations whose Spark SQL differs from NumPy
+(division by zero raises an error under ANSI or gives NULL, ``ln`` of non-positive
+numbers gives NULL) are marked in the operation table and call the backend's scalar UDFs
+``se_<op>``.
 
-Operations whose Spark SQL differs from NumPy (division by zero raises an error under
-ANSI or gives NULL, ``ln`` of non-positive numbers gives NULL) are marked in the
-operation table and call the backend's scalar UDFs ``se_<op>``.
+Repartitions are Spark's own ``posexplode`` and ``GROUP BY`` (a shuffle on the target keys).
 """
 from __future__ import annotations
 
+from ..capabilities import Capabilities
 from ..kernels.build import row_major_strides
-from ..kernels.spec import KernelSpec
+from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import CONSTANT, render_sql, split_code
+from .dialect import Dialect
+from .native import NativeDialect, spec_literal
 from .steps import StepBuilder, TableRelation
 from .udf import UDFDialect
 
 SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scalar_kernel
+KERNEL_CATALOG = "sparse_einsum"     # the name the kernel jar's function catalog is given
 
 
-class SparkDialect(UDFDialect):
-    name = engine = sqlglot = "spark"
+class _SparkSQL(Dialect):
+    """Spark SQL syntax shared by the two dialects."""
+    engine = sqlglot = "spark"
     quote = "`"
     param = "?"
     int_division = "({a} DIV {b})"
@@ -35,13 +45,57 @@ class SparkDialect(UDFDialect):
     zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS STRING) = '-0.0')"
-    collect_sql = "collect_list({v})"
-    pair_sql = "named_struct('p', {p}, 'v', {v})"
-    kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
 
     def create(self, table: str, select: str, temporary: bool = False) -> str:
         """A temporary view; the backend materializes it when it is created."""
         return f"CREATE OR REPLACE TEMPORARY VIEW {self.q(table)} AS {select}"
+
+    def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
+        cols = ", ".join(kept + ["e.p AS p", "e.v AS val"])
+        return f"SELECT {cols} FROM {table} AS r LATERAL VIEW posexplode({pieces}) e AS p, v"
+
+
+class SparkNativeDialect(NativeDialect, _SparkSQL):
+    """Spark SQL calling the JVM kernels of the kernel jar's function catalog."""
+    name = "spark-native"
+    operation_sql = "spark"
+    functions = KERNEL_CATALOG + "."
+    # aggregate states stay in the hash aggregate's memory (the backend raises its
+    # sort-based fallback threshold); se_ksum sums products unformed
+    # a one-tuple operand is a scalar subquery, converted once per task (`kernel`)
+    capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
+                                constants_once=True)
+    null_arrays_are_zeros = True
+    kernels = "JVM: the sparse_einsum kernel jar's Spark function catalog"
+
+    def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
+               constant: tuple[int, TableRelation] | None = None,
+               sparse: tuple[bool, ...] = ()) -> str:
+        """The one-tuple operand, if any, as a scalar subquery: Spark computes it once and
+        passes the same literal with every row, which the kernels convert once (joined,
+        each row copied the whole array)."""
+        if constant is not None:
+            k, relation = constant
+            args, lists = list(args), list(lists)
+            args.insert(k, f"(SELECT val FROM {self.q(relation.table)})")
+            lists.insert(k, not relation.is_scalar)
+        return super().kernel(step, spec, args, lists, None, sparse)
+
+    packed_stack_sql = f"{functions}se_stack_packed(CAST({{pos}} AS BIGINT), CAST({{val}} AS DOUBLE))"
+
+    def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
+        """posexplode of the pieces se_split makes of each array."""
+        pieces = f"{self.fn('se_split')}({spec_literal(spec)}, r.val)" if spec.sub_dims \
+            else "r.val"
+        return self.explode_list(pieces, spec.positions, table, kept)
+
+
+class SparkDialect(_SparkSQL, UDFDialect):
+    """The fallback: kernels as Arrow UDFs in the executors' Python workers."""
+    name = "spark"
+    collect_sql = "collect_list({v})"
+    pair_sql = "named_struct('p', {p}, 'v', {v})"
+    kernels = "NumPy through Arrow UDFs (the executors' Python workers)"
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
                constant: tuple[int, TableRelation] | None = None,
@@ -80,7 +134,3 @@ class SparkDialect(UDFDialect):
         if op.kind == CONSTANT:
             args = (*args, self.num(c))
         return f"{SCALAR_UDF_PREFIX}{op.name}({', '.join(args)})"
-
-    def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:
-        cols = ", ".join(kept + ["e.p AS p", "e.v AS val"])
-        return f"SELECT {cols} FROM {table} AS r LATERAL VIEW posexplode({pieces}) e AS p, v"

@@ -1,0 +1,35 @@
+package sparseeinsum.spark;
+
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+
+/** se_densify(packed, size): a packed sparse payload as a dense array of size elements. */
+public class DensifyFn implements ScalarFunction<ArrayData> {
+    @Override
+    public String name() {
+        return "se_densify";
+    }
+
+    @Override
+    public DataType[] inputTypes() {
+        return new DataType[] {KernelFn.ARRAY, DataTypes.LongType};
+    }
+
+    @Override
+    public DataType resultType() {
+        return KernelFn.ARRAY;
+    }
+
+    public static ArrayData invoke(ArrayData packed, long size) {
+        if (packed == null) {
+            return null;
+        }
+        if (size < 0 || size > Integer.MAX_VALUE - 16) {
+            throw new IllegalArgumentException("se_densify: size " + size + " is out of range");
+        }
+        return Arrays2.array(KernelSpec.unpack(Arrays2.doubles(packed, "se_densify", "packed"), size,
+                                               "se_densify"));
+    }
+}

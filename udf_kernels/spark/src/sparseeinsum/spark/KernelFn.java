@@ -1,0 +1,109 @@
+package sparseeinsum.spark;
+
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * se_kernel1(spec, a), se_kernel2(spec, a, b): the kernel's result array. a and b are
+ * DOUBLE arrays or DOUBLEs (a one-element input); a NULL array is all zeros (a tuple
+ * missing from an outer join), a NULL scalar or spec gives NULL. The static `invoke`
+ * methods are what Spark's generated code calls.
+ */
+public class KernelFn implements ScalarFunction<ArrayData> {
+    static final DataType ARRAY = DataTypes.createArrayType(DataTypes.DoubleType);
+    final String name;
+    final DataType[] inputs;
+
+    KernelFn(String name, DataType[] inputs) {
+        this.name = name;
+        this.inputs = inputs;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public DataType[] inputTypes() {
+        return inputs;
+    }
+
+    @Override
+    public DataType resultType() {
+        return ARRAY;
+    }
+
+    /** The kernel of `spec` (checked against what `fn` takes) on inputs a and b. */
+    static double[] run(UTF8String spec, String fn, int arity, boolean value, Object a, Object b) {
+        KernelSpec ks = KernelSpec.of(spec, fn);
+        if (ks.arity != arity) {
+            throw new IllegalArgumentException(fn + ": spec \"" + spec + "\" is for " + ks.arity
+                + " input(s), " + fn + " takes " + arity);
+        }
+        if (value && ks.outSize != 1) {
+            throw new IllegalArgumentException(fn + ": spec \"" + spec + "\" has " + ks.outSize
+                + " outputs; " + fn + " returns one");
+        }
+        return ks.run(input(ks, 0, a, fn), arity == 2 ? input(ks, 1, b, fn) : null, fn);
+    }
+
+    /** Per thread, the last array object of each input and its values: a one-tuple
+     *  operand passed as a scalar subquery is one literal object for every row, converted
+     *  (and checked) once. */
+    private static final ThreadLocal<Object[]> LAST = ThreadLocal.withInitial(() -> new Object[4]);
+
+    /** Input k as a double[]: an array, a Double, or null (an array of zeros). */
+    static double[] input(KernelSpec ks, int k, Object x, String fn) {
+        String which = k == 0 ? "a" : "b";
+        if (x == null) {
+            return new double[ks.packed[k] ? 0 : (int) ks.need[k]];
+        }
+        Object[] last = LAST.get();
+        if (x == last[2 * k] && ((double[]) last[2 * k + 1]).length >= (ks.packed[k] ? 0 : ks.need[k])) {
+            return (double[]) last[2 * k + 1];
+        }
+        double[] v = x instanceof Double ? new double[] {(Double) x}
+            : Arrays2.doubles((ArrayData) x, fn, "input " + which);
+        if (x instanceof ArrayData) {
+            last[2 * k] = x;
+            last[2 * k + 1] = v;
+        }
+        if (!ks.packed[k] && v.length < ks.need[k]) {
+            throw new IllegalArgumentException(fn + ": input " + which + " has " + v.length
+                + " elements but spec \"" + ks.text + "\" reads " + ks.need[k]);
+        }
+        return v;
+    }
+
+    private static ArrayData out(UTF8String s, int arity, Object a, Object b) {
+        return s == null ? null : Arrays2.array(run(s, "se_kernel" + arity, arity, false, a, b));
+    }
+
+    public static ArrayData invoke(UTF8String s, ArrayData a) {
+        return out(s, 1, a, null);
+    }
+
+    public static ArrayData invoke(UTF8String s, double a) {
+        return out(s, 1, a, null);
+    }
+
+    public static ArrayData invoke(UTF8String s, ArrayData a, ArrayData b) {
+        return out(s, 2, a, b);
+    }
+
+    public static ArrayData invoke(UTF8String s, ArrayData a, double b) {
+        return out(s, 2, a, b);
+    }
+
+    public static ArrayData invoke(UTF8String s, double a, ArrayData b) {
+        return out(s, 2, a, b);
+    }
+
+    public static ArrayData invoke(UTF8String s, double a, double b) {
+        return out(s, 2, a, b);
+    }
+}

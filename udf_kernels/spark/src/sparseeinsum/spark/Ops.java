@@ -1,0 +1,42 @@
+// Generated from sparse_einsum/program/ops.py by `python -m sparse_einsum.program.ops`: do not edit.
+package sparseeinsum.spark;
+
+/** The operations of the kernel specs (binary ones first), as in se_ops.h. */
+final class Ops {
+    static final String[] NAMES = {"mul", "add", "sub", "div", "id", "neg", "relu", "exp", "log", "sqrt", "sigmoid", "tanh", "abs", "step", "mulc", "addc", "subc", "rsubc", "divc", "rdivc", "maxc", "minc", "powc"};
+    static final int N_BINARY = 4;
+    static final int FIRST_CONST = 14;
+
+    private Ops() {
+    }
+
+    /** Operation `op` of x (input a), y (input b) and c (the constant). */
+    static double apply(int op, double x, double y, double c) {
+        switch (op) {
+            case 0: return x * y;
+            case 1: return x + y;
+            case 2: return x - y;
+            case 3: return x / y;
+            case 4: return x;
+            case 5: return -x;
+            case 6: return (x < 0.0 ? 0.0 : x);
+            case 7: return Math.exp(x);
+            case 8: return Math.log(x);
+            case 9: return Math.sqrt(x);
+            case 10: return 1.0 / (1.0 + Math.exp(-x));
+            case 11: return Math.tanh(x);
+            case 12: return Math.abs(x);
+            case 13: return (x > 0.0 ? 1.0 : 0.0);
+            case 14: return x * c;
+            case 15: return x + c;
+            case 16: return x - c;
+            case 17: return c - x;
+            case 18: return x / c;
+            case 19: return c / x;
+            case 20: return ((x > c || Double.isNaN(x)) ? x : c);
+            case 21: return ((x < c || Double.isNaN(x)) ? x : c);
+            case 22: return Math.pow(x, c);
+            default: throw new IllegalArgumentException("operation " + op);
+        }
+    }
+}
