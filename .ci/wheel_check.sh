@@ -13,10 +13,13 @@ SPARSE_EINSUM_SPARK_JARS="$(python -c "import os, pyspark; print(os.path.join(os
     python -m build -o "$WORK/dist" "$ROOT" >"$WORK/build.log" 2>&1 ||
     { tail -40 "$WORK/build.log"; exit 1; }
 wheel="$(ls "$WORK"/dist/*.whl)"
-python -m zipfile -l "$wheel" | grep -q "sparse_einsum/native/sparse_einsum.duckdb_extension" ||
+python -m zipfile -l "$wheel" >"$WORK/contents.txt"
+grep -q "sparse_einsum/native/sparse_einsum.duckdb_extension" "$WORK/contents.txt" ||
     { echo "wheel_check: $wheel carries no DuckDB extension"; exit 1; }
-python -m zipfile -l "$wheel" | grep -q "sparse_einsum/native/sparse_einsum_spark.jar" ||
+grep -q "sparse_einsum/native/sparse_einsum_spark.jar" "$WORK/contents.txt" ||
     { echo "wheel_check: $wheel carries no Spark kernel jar"; exit 1; }
+grep -q "sparse_einsum/sql_templates/" "$WORK/contents.txt" ||
+    { echo "wheel_check: $wheel carries no SQL templates"; exit 1; }
 python -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install -q "$wheel[postgres,spark]"
 psql "$SE_TEST_PG_DSN" -qc "DROP DATABASE IF EXISTS se_wheel_smoke" -c "CREATE DATABASE se_wheel_smoke"
