@@ -1,6 +1,7 @@
 """First calls: statistics and planning of the benchmark programs, nothing cached.
 
     python -m experiments.bench_first_call [--dataset cora] [--repeats 9] [--profile N]
+                                         [--out FILE.csv]
         [--programs gcn2,...]
 
 For each program of experiments/programs, and a ten-statement program (a 3-layer GCN
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import pstats
 import statistics
@@ -25,6 +27,7 @@ import numpy as np
 from sparse_einsum import Session
 from sparse_einsum.backends import open_backend
 
+from . import harness
 from .workloads import WORKLOADS, workload
 
 TEN_STATEMENTS = """\
@@ -86,7 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--programs", default=None,
                     help="comma-separated names as printed (default: all)")
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
+    provenance, rows = harness.Provenance("bench_first_call", argv), []
     db, _ = open_backend("duckdb", shared=True)
     try:
         print(f"first call: statistics + planning, {args.dataset} size, median of "
@@ -97,14 +102,17 @@ def main(argv: list[str] | None = None) -> None:
         for name, (program, data) in programs(args.dataset).items():
             if chosen is not None and name.split()[0] not in chosen:
                 continue
-            first_call(program, data, db)                  # imports, caches of code
-            runs = [first_call(program, data, db) for _ in range(args.repeats)]
+            runs: list[tuple[float, dict]] = []
+            harness.side_by_side({name: functools.partial(first_call, program, data, db)},
+                                 args.repeats, check=lambda _, run: runs.append(run))
+            timings = harness.Timings({name: [r[0] for r in runs]})   # without the copies
             statements = sum(1 for line in program.splitlines()
                              if "=" in line.split("#")[0])
             split = {k: statistics.median(r[1][k] for r in runs) * 1e3 for k in runs[0][1]}
-            print(f"  {name:<24} {statements:>10} "
-                  f"{statistics.median(r[0] for r in runs) * 1e3:>8.1f} "
+            print(f"  {name:<24} {statements:>10} {timings.median(name) * 1e3:>8.1f} "
                   f"{split['statistics']:>10.1f} {split['order']:>8.1f} {split['plan']:>8.1f}")
+            rows += timings.rows(None, dataset=args.dataset, statements=statements,
+                                 **{f"{k}_ms": f"{v:.2f}" for k, v in split.items()})
             if args.profile:
                 profile = cProfile.Profile()
                 profile.enable()
@@ -117,6 +125,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(out.getvalue())
     finally:
         db.close()
+    if args.out:
+        harness.write_csv(args.out, rows, provenance)
 
 
 if __name__ == "__main__":
