@@ -1,6 +1,7 @@
 """Plan once, run many: repeated and first calls against scipy, side by side in one process.
 
     python -m experiments.bench_reuse [--repeats 7] [--rows 10000] [--nnz 100000] [--width 64]
+                                     [--out FILE.csv]
 
 Medians of ``--repeats``, each method alternating with scipy's on the same data:
 
@@ -24,7 +25,6 @@ the times without that contention.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
@@ -36,8 +36,11 @@ from sparse_einsum.api import einsum_session
 from sparse_einsum.backends import open_backend
 from sparse_einsum.reuse import PLANS
 
+from . import harness
 from .bench_sddmm import scipy_sddmm
 from .workloads import workload
+
+ROWS: list[dict] = []      # the medians of every table printed, for --out
 
 
 def scipy_gcn(data: dict) -> np.ndarray:
@@ -52,12 +55,6 @@ def engine_seconds(steps) -> tuple[float, float]:
     """(input loads, statements) of a run's steps."""
     loads = sum(s.seconds for s in steps if s.label.startswith("load "))
     return loads, sum(s.seconds for s in steps) - loads
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
 
 
 def _fresh(data: dict) -> dict:
@@ -81,16 +78,16 @@ def bench_gcn(repeats: int) -> None:
     with se.prepare(program, data) as step:
         for _ in range(repeats):
             call = new_features()
-            seconds, want = _timed(lambda: scipy_gcn(call))
+            seconds, want = harness.timed(lambda: scipy_gcn(call))
             times["scipy"].append(seconds)
-            seconds, got = _timed(lambda: se.run(program, call)["Y"])
+            seconds, got = harness.timed(lambda: se.run(program, call)["Y"])
             times["se.run"].append(seconds)
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
             with Session(program, call, reuse=True) as session:
                 loads, statements = engine_seconds(session.run().steps)
             times["se.run loads"].append(loads)
             times["se.run statements"].append(statements)
-            seconds, got = _timed(lambda: step(call)["Y"])
+            seconds, got = harness.timed(lambda: step(call)["Y"])
             times["prepared call"].append(seconds)
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     _print("2-layer GCN, Cora size, new feature values each call", times, repeats)
@@ -126,15 +123,15 @@ def bench_sddmm(repeats: int, rows: int, nnz: int, width: int) -> None:
         "scipy", "se.einsum first call", "se.einsum again", "se.einsum loads",
         "se.einsum statements")}
     for _ in range(repeats):
-        seconds, want = _timed(lambda: scipy_sddmm(x, m, y))
+        seconds, want = harness.timed(lambda: scipy_sddmm(x, m, y))
         times["scipy"].append(seconds)
         PLANS.clear()
         fresh = [x.copy(), m.copy(), y.copy()]
-        seconds, got = _timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
+        seconds, got = harness.timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
         times["se.einsum first call"].append(seconds)
         assert sp.issparse(got)
         np.testing.assert_allclose(got.data, want.data, rtol=1e-9, atol=1e-9)
-        seconds, got = _timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
+        seconds, got = harness.timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
         times["se.einsum again"].append(seconds)
         with einsum_session("ik,ij,jk->ij", *fresh, reuse=True) as session:
             loads, statements = engine_seconds(session.run(format="auto").steps)
@@ -145,11 +142,11 @@ def bench_sddmm(repeats: int, rows: int, nnz: int, width: int) -> None:
 
 
 def _print(title: str, times: dict[str, list[float]], repeats: int) -> None:
-    med = {k: statistics.median(v) for k, v in times.items()}
+    """Medians, noise and ratios to scipy's (`harness.Timings`); the rows kept for --out."""
+    timings = harness.Timings(times)
     print(f"{title} (median of {repeats}):")
-    for label, seconds in med.items():
-        ratio = f"  {seconds / med['scipy']:5.1f}x scipy" if "scipy" in med else ""
-        print(f"  {label:<28} {seconds * 1e3:9.1f} ms{ratio}")
+    print("\n".join(timings.lines("scipy" if "scipy" in times else None)))
+    ROWS.extend(timings.rows("scipy" if "scipy" in times else None, case=title))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -159,12 +156,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--nnz", type=int, default=100_000)
     ap.add_argument("--width", type=int, default=64)
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
+    provenance = harness.Provenance("bench_reuse", argv)
     db, _ = open_backend("duckdb", shared=True)
     print(f"DuckDB kernels: {db.dialect.name} ({db.kernel_detail or db.fallback})")
     db.close()
     bench_gcn(args.repeats)
     bench_sddmm(args.repeats, args.rows, args.nnz, args.width)
+    if args.out:
+        harness.write_csv(args.out, ROWS, provenance)
 
 
 if __name__ == "__main__":
