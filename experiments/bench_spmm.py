@@ -2,7 +2,7 @@
 
     python -m experiments.bench_spmm [--nnz 1000000] [--rows 100000] [--width 64]
                                      [--backend duckdb|duckdb-udf|postgres ...] [--dsn DSN]
-                                     [--repeats 3]
+                                     [--repeats 3] [--out FILE.csv]
 
 Per backend, side by side with scipy in one process (alternating, medians):
 the whole ``se.einsum`` call (load, statistics, optimise, execute, fetch), and inside one
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,23 +23,18 @@ import scipy.sparse as sp
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
 
-from .common import Report, code_version, command_line
+from . import harness
+from .common import Report
 
 BACKENDS = {"duckdb": ("duckdb", {}), "duckdb-udf": ("duckdb", {"native": False}),
             "postgres": ("postgres", {})}
-
-
-def _timed(call) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = call()
-    return time.perf_counter() - start, result
 
 
 def _parts(a, h, expected, backend: str, options: dict) -> tuple[dict[str, float], str]:
     """One session's parts (seconds) and the chosen plan's UCLC line."""
     with einsum_session("ij,jf->if", a, h, backend=backend, **options) as session:
         plan = session.plan("optimal")
-        total, run = _timed(lambda: session.run(plan))
+        total, run = harness.timed(lambda: session.run(plan))
         np.testing.assert_allclose(run.outputs["OUT"], expected, rtol=1e-9, atol=1e-9)
         loads = run.seconds() - run.seconds(loads=False)
         parts = {"statistics": session.timings["statistics_seconds"],
@@ -60,9 +54,10 @@ def main(argv: list[str] | None = None) -> None:
                     choices=sorted(BACKENDS))
     ap.add_argument("--dsn", help="PostgreSQL connection string")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
-    report = Report()
-    report(f"{command_line('bench_spmm', argv)}  ({code_version()})")
+    report, provenance = Report(), harness.Provenance("bench_spmm", argv)
+    report(provenance.header())
 
     rng = np.random.default_rng(0)
     a = sp.csr_matrix((rng.random(args.nnz), (rng.integers(0, args.rows, args.nnz),
@@ -77,26 +72,29 @@ def main(argv: list[str] | None = None) -> None:
         backend, options = BACKENDS[name]
         if backend == "postgres":
             options = {**options, "dsn": args.dsn}
-        scipy_s, call_s, parts = [], [], []
-        plan = ""
-        for _ in range(args.repeats):
-            scipy_s.append(_timed(lambda: a @ h)[0])
-            seconds, out = _timed(lambda: se.einsum("ij,jf->if", a, h, backend=backend,
-                                                    **options))
-            np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9)
-            call_s.append(seconds)
-            part, plan = _parts(a, h, expected, backend, options)
-            parts.append(part)
-        base = statistics.median(scipy_s)
-        call = statistics.median(call_s)
-        median = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
-        report(f"{name}: optimal plan {plan}")
-        report(f"  scipy CSR @ dense            {base:8.3f} s")
-        report(f"  se.einsum, whole call        {call:8.3f} s  {call / base:6.1f}x scipy")
-        report(f"  optimal plan, statements     {median['statements']:8.3f} s  "
-               f"{median['statements'] / base:6.1f}x scipy")
-        report("  parts: " + ", ".join(f"{k} {v:.3f} s" for k, v in median.items()))
+        parts, plans = [], []
+        baseline = "scipy CSR @ dense"
 
+        def check(method: str, out) -> None:
+            if method == "se.einsum, whole call":
+                np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9)
+            elif method == "optimal plan, in parts":
+                parts.append(out[0])
+                plans.append(out[1])
+
+        timings = harness.side_by_side(
+            {baseline: lambda: a @ h,
+             "se.einsum, whole call": lambda: se.einsum("ij,jf->if", a, h, backend=backend,
+                                                        **options),
+             "optimal plan, in parts": lambda: _parts(a, h, expected, backend, options)},
+            args.repeats, check=check)
+        del timings.samples["optimal plan, in parts"]         # its parts are the numbers
+        timings.samples["optimal plan, statements"] = [p["statements"] for p in parts]
+        report.timings(f"{name}: optimal plan {plans[-1]}", timings, baseline, backend=name)
+        median = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
+        report("  parts: " + ", ".join(f"{k} {v:.3f} s" for k, v in median.items()))
+    if args.out:
+        harness.write_csv(args.out, report.rows, provenance)
 
 if __name__ == "__main__":
     main()
