@@ -2,16 +2,17 @@
 `sparse-einsum run` in the middle of a long statement to no backend of that client left.
 
     python -m experiments.bench_client_death --dsn DSN [--repeats 3] [--limit 120]
+                                             [--out FILE.csv]
 
 The program is A A^T of a dense 500 x 200 matrix under the relational plan (one statement
 of tens of seconds). The run is started with the `sparse_einsum` its working directory
 imports, so running this file from another checkout measures that version. Backends still
-there after `--limit` seconds are terminated.
+there after `--limit` seconds are terminated. Prints each time, their median and noise
+(`experiments.harness.Timings`).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+
+from . import harness
 
 PROGRAM = "input A[i,j]\nY[i,k] = A[i,j] * A[k,j]\noutput Y\n"
 
@@ -64,14 +67,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dsn", required=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--limit", type=float, default=120.0)
+    ap.add_argument("--out", help="write the median to this CSV file")
     args = ap.parse_args(argv)
+    provenance = harness.Provenance("bench_client_death", argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "gram.se").write_text(PROGRAM)
         np.save(work / "A.npy", np.random.default_rng(0).random((500, 200)))
         times = [killed_once(args.dsn, work, args.limit) for _ in range(args.repeats)]
-    print("SIGKILL -> no backend left (s): " + ", ".join(f"{t:.2f}" for t in times)
-          + f"; median {statistics.median(times):.2f}")
+    timings = harness.Timings({"SIGKILL -> no backend left": times})
+    print("SIGKILL -> no backend left (s): " + ", ".join(f"{t:.2f}" for t in times))
+    print("\n".join(timings.lines()))
+    if args.out:
+        harness.write_csv(args.out, timings.rows(limit_s=args.limit), provenance)
 
 
 if __name__ == "__main__":
