@@ -18,16 +18,15 @@ so that both sides compute the same function. Two modes:
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
-import statistics
 import sys
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from experiments.common import add_output_arguments, code_version, command_line, output_dirs
+from experiments import harness
+from experiments.common import add_output_arguments, output_dirs
 from experiments.datasets import make_graph, normalized_adjacency
 from sparse_einsum.training import Trainer
 
@@ -175,9 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     tables, _ = output_dirs(args.out, args.publish)
+    provenance = harness.Provenance("train_gcn", argv)
+    print(provenance.header())
     start = time.perf_counter()
     data = setup(args.graph, args.hidden)
-    print(f"# {command_line('train_gcn', argv)}; {code_version()}")
     print(f"graph {args.graph}: {data['A'].shape[0]} nodes, {data['A'].nnz} non-zeros of A, "
           f"{data['X'].shape[1]} features, hidden {args.hidden}; data made in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
@@ -191,17 +191,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ours: setup (tables, statistics, plan) {time.perf_counter() - start:.1f} s; "
               f"{len(trainer.session.dag.vertices)} vertices", flush=True)
         reference = TorchGCN(data, args.lr)
-        rows = []
+        methods = {"ours": trainer.iterate, "PyTorch": reference.iterate}
+        pyg = None if args.epochs else pyg_model(data, args.lr)
+        if pyg is not None:
+            methods["PyG"] = pyg.iterate
+        rows: list[dict] = []
+
+        def check(name: str, result) -> None:
+            """Each round's losses and accuracies, and the parts of ours."""
+            if name == "ours":
+                rows.append(dict(epoch=len(rows) + 1, loss=result["loss"],
+                                 accuracy=result["accuracy"], **parts(trainer)))
+            else:
+                prefix = "torch" if name == "PyTorch" else "pyg"
+                rows[-1].update({f"{prefix}_loss": result[0], f"{prefix}_accuracy": result[1]})
+
+        # epochs: every round is an epoch, from the same initial weights, so no warm-up;
+        # iterations: one warm-up round for first-run costs (UDF registration, caches)
+        timings = harness.side_by_side(methods, args.epochs or args.iterations,
+                                       warmup=0 if args.epochs else 1, check=check)
+        for name, column in (("ours", "seconds"), ("PyTorch", "torch_seconds"),
+                             ("PyG", "pyg_seconds")):
+            for row, seconds in zip(rows, timings.samples.get(name, [])):
+                row[column] = seconds
         if args.epochs:
-            for epoch in range(1, args.epochs + 1):
-                t0 = time.perf_counter()
-                ours = trainer.iterate()
-                t1 = time.perf_counter()
-                loss, accuracy = reference.iterate()
-                t2 = time.perf_counter()
-                rows.append(dict(epoch=epoch, loss=ours["loss"], torch_loss=loss,
-                                 accuracy=ours["accuracy"], torch_accuracy=accuracy,
-                                 seconds=t1 - t0, torch_seconds=t2 - t1, **parts(trainer)))
             diff = max(abs(r["loss"] - r["torch_loss"]) for r in rows)
             acc = max(abs(r["accuracy"] - r["torch_accuracy"]) for r in rows)
             print(f"{args.epochs} epochs: loss {rows[0]['loss']:.6f} -> {rows[-1]['loss']:.6f}; "
@@ -209,45 +222,29 @@ def main(argv: list[str] | None = None) -> int:
                   f"{acc:.3g}; final accuracy {rows[-1]['accuracy']:.4f} (torch "
                   f"{rows[-1]['torch_accuracy']:.4f})")
         else:
-            pyg = pyg_model(data, args.lr)
-            trainer.iterate()          # warm-up: first-run costs (UDF registration, caches)
-            reference.iterate()
-            if pyg is not None:
-                pyg.iterate()
-            for k in range(1, args.iterations + 1):
-                t0 = time.perf_counter()
-                ours = trainer.iterate()
-                t1 = time.perf_counter()
-                loss, _ = reference.iterate()
-                t2 = time.perf_counter()
-                rows.append(dict(epoch=k, loss=ours["loss"], torch_loss=loss, seconds=t1 - t0,
-                                 torch_seconds=t2 - t1, **parts(trainer)))
-                line = (f"iteration {k}: ours {t1 - t0:.2f} s (loads {rows[-1]['loads_s']:.2f} s, "
-                        f"statements {rows[-1]['statements_s']:.2f} s), torch {t2 - t1:.2f} s")
+            for r in rows:
+                line = (f"iteration {r['epoch']}: ours {r['seconds']:.2f} s (loads "
+                        f"{r['loads_s']:.2f} s, statements {r['statements_s']:.2f} s), "
+                        f"torch {r['torch_seconds']:.2f} s")
                 if pyg is not None:
-                    pyg_loss, _ = pyg.iterate()
-                    rows[-1].update(pyg_seconds=time.perf_counter() - t2, pyg_loss=pyg_loss)
-                    line += f", PyG {rows[-1]['pyg_seconds']:.2f} s"
-                print(line, flush=True)
+                    line += f", PyG {r['pyg_seconds']:.2f} s"
+                print(line)
             diff = max(abs(r[k] - r["torch_loss"]) for r in rows for k in ("loss", "pyg_loss")
                        if k in r)
             print(f"largest |loss - torch loss| over the iterations (ours and PyG): {diff:.3g}")
-        ours_s = statistics.median(r["seconds"] for r in rows)
-        torch_s = statistics.median(r["torch_seconds"] for r in rows)
+        ours_s, torch_s = timings.median("ours"), timings.median("PyTorch")
         print(f"median iteration: ours {ours_s:.3f} s, PyTorch {torch_s:.3f} s, ratio "
-              f"{ours_s / torch_s:.2f}")
-        if "pyg_seconds" in rows[0]:
-            pyg_s = statistics.median(r["pyg_seconds"] for r in rows)
-            print(f"PyTorch Geometric (GCNConv) {pyg_s:.3f} s: ours / PyG {ours_s / pyg_s:.2f}")
+              f"{timings.ratio('ours', 'PyTorch'):.2f}")
+        if pyg is not None:
+            print(f"PyTorch Geometric (GCNConv) {timings.median('PyG'):.3f} s: ours / PyG "
+                  f"{timings.ratio('ours', 'PyG'):.2f}")
+        print("\n".join(timings.lines("PyTorch")))
         print(f"statements per iteration (SQL, loads and fetches): {statements(trainer)}")
         slowest = sorted(trainer.last_run.steps, key=lambda s: -s.seconds)[:SLOWEST]
         print("slowest steps of the last iteration: " + "; ".join(
             f"{s.label} {s.seconds:.2f} s" for s in slowest))
     path = tables / f"train_gcn_{args.graph}_{args.backend}.csv"
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    harness.write_csv(path, rows, provenance)
     print(f"wrote {path}")
     return 0
 
