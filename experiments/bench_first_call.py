@@ -19,7 +19,6 @@ import cProfile
 import functools
 import io
 import pstats
-import statistics
 import time
 
 import numpy as np
@@ -108,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
             timings = harness.Timings({name: [r[0] for r in runs]})   # without the copies
             statements = sum(1 for line in program.splitlines()
                              if "=" in line.split("#")[0])
-            split = {k: statistics.median(r[1][k] for r in runs) * 1e3 for k in runs[0][1]}
+            parts = harness.Timings({k: [r[1][k] for r in runs] for k in runs[0][1]})
+            split = {k: parts.median(k) * 1e3 for k in parts.samples}
             print(f"  {name:<24} {statements:>10} {timings.median(name) * 1e3:>8.1f} "
                   f"{split['statistics']:>10.1f} {split['order']:>8.1f} {split['plan']:>8.1f}")
             rows += timings.rows(None, dataset=args.dataset, statements=statements,

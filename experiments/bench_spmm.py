@@ -15,7 +15,6 @@ against scipy. ``duckdb-udf`` is the DuckDB backend without its extension (NumPy
 from __future__ import annotations
 
 import argparse
-import statistics
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,8 +90,9 @@ def main(argv: list[str] | None = None) -> None:
         del timings.samples["optimal plan, in parts"]         # its parts are the numbers
         timings.samples["optimal plan, statements"] = [p["statements"] for p in parts]
         report.timings(f"{name}: optimal plan {plans[-1]}", timings, baseline, backend=name)
-        median = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
-        report("  parts: " + ", ".join(f"{k} {v:.3f} s" for k, v in median.items()))
+        split = harness.Timings({k: [p[k] for p in parts] for k in parts[0]})
+        report("  parts: " + ", ".join(f"{k} {split.median(k):.3f} s ±{split.noise(k):.3f}"
+                                       for k in split.samples))
     if args.out:
         harness.write_csv(args.out, report.rows, provenance)
 
