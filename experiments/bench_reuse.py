@@ -3,7 +3,8 @@
     python -m experiments.bench_reuse [--repeats 7] [--rows 10000] [--nnz 100000] [--width 64]
                                      [--out FILE.csv]
 
-Medians of ``--repeats``, each method alternating with scipy's on the same data:
+Medians of ``--repeats`` after a warm-up round, each method alternating with scipy's on
+the same data (`experiments.harness`):
 
 * gcn2 at Cora size (experiments/programs/gcn2.se): ``se.run`` called again with new
   feature values of the same shape and pattern (plan and SQL reused), and the calls of
@@ -25,7 +26,7 @@ the times without that contention.
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +38,7 @@ from sparse_einsum.backends import open_backend
 from sparse_einsum.reuse import PLANS
 
 from . import harness
+from .bench_first_call import first_call
 from .bench_sddmm import scipy_sddmm
 from .workloads import workload
 
@@ -57,11 +59,6 @@ def engine_seconds(steps) -> tuple[float, float]:
     return loads, sum(s.seconds for s in steps) - loads
 
 
-def _fresh(data: dict) -> dict:
-    """Copies: new objects, so that no statistics are kept for them."""
-    return {name: value.copy() for name, value in data.items()}
-
-
 def bench_gcn(repeats: int) -> None:
     path, data = workload("gcn2", "cora")
     program = path.read_text()
@@ -72,45 +69,42 @@ def bench_gcn(repeats: int) -> None:
         x.data = x.data * rng.uniform(0.5, 1.5, x.nnz)
         return {**data, "X": x}
 
-    times: dict[str, list[float]] = {k: [] for k in (
-        "scipy", "se.run", "se.run loads", "se.run statements", "prepared call")}
-    se.run(program, data)                                   # plans once
-    with se.prepare(program, data) as step:
-        for _ in range(repeats):
-            call = new_features()
-            seconds, want = harness.timed(lambda: scipy_gcn(call))
-            times["scipy"].append(seconds)
-            seconds, got = harness.timed(lambda: se.run(program, call)["Y"])
-            times["se.run"].append(seconds)
-            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
-            with Session(program, call, reuse=True) as session:
+    state = {"call": new_features()}
+    engine: dict[str, list[float]] = {"se.run loads": [], "se.run statements": []}
+
+    def check(name: str, result: np.ndarray) -> None:
+        """Against scipy's; after each round, the engine's share and the next features."""
+        if name == "scipy":
+            state["want"] = result
+            return
+        np.testing.assert_allclose(result, state["want"], rtol=1e-9, atol=1e-12)
+        if name == "prepared call":
+            with Session(program, state["call"], reuse=True) as session:
                 loads, statements = engine_seconds(session.run().steps)
-            times["se.run loads"].append(loads)
-            times["se.run statements"].append(statements)
-            seconds, got = harness.timed(lambda: step(call)["Y"])
-            times["prepared call"].append(seconds)
-            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
-    _print("2-layer GCN, Cora size, new feature values each call", times, repeats)
+            engine["se.run loads"].append(loads)
+            engine["se.run statements"].append(statements)
+            state["call"] = new_features()
+
+    with se.prepare(program, data) as step:
+        timings = harness.side_by_side(
+            {"scipy": lambda: scipy_gcn(state["call"]),
+             "se.run": lambda: se.run(program, state["call"])["Y"],
+             "prepared call": lambda: step(state["call"])["Y"]}, repeats, check=check)
+    timings.samples.update(engine)
+    _print("2-layer GCN, Cora size, new feature values each call", timings, repeats)
 
     db, _ = open_backend("duckdb", shared=True)
-    first: dict[str, list[float]] = {k: [] for k in (
-        "statistics + planning", "  Session (stats, order)", "    of which order",
-        "  plan('optimal')")}
+    runs: list[tuple[float, dict[str, float]]] = []
     try:
-        for _ in range(repeats):
-            fresh = _fresh(data)
-            start = time.perf_counter()
-            with Session(program, fresh, backend=db) as session:
-                built = time.perf_counter()
-                session.plan("optimal")
-                end = time.perf_counter()
-            first["statistics + planning"].append(end - start)
-            first["  Session (stats, order)"].append(built - start)
-            first["    of which order"].append(session.timings["order_seconds"])
-            first["  plan('optimal')"].append(end - built)
+        harness.side_by_side({"first": functools.partial(first_call, program, data, db)},
+                             repeats, check=lambda _, run: runs.append(run))
     finally:
         db.close()
-    _print("first call of the GCN: statistics and planning, nothing cached", first, repeats)
+    _print("first call of the GCN: statistics and planning, nothing cached", harness.Timings({
+        "statistics + planning": [total for total, _ in runs],       # without the copies
+        "  Session (stats, order)": [total - split["plan"] for total, split in runs],
+        "    of which order": [split["order"] for _, split in runs],
+        "  plan('optimal')": [split["plan"] for _, split in runs]}), repeats)
 
 
 def bench_sddmm(repeats: int, rows: int, nnz: int, width: int) -> None:
@@ -119,34 +113,41 @@ def bench_sddmm(repeats: int, rows: int, nnz: int, width: int) -> None:
                                         rng.integers(0, rows, nnz))), shape=(rows, rows))
     m.sum_duplicates()
     x, y = rng.normal(size=(rows, width)), rng.normal(size=(rows, width))
-    times: dict[str, list[float]] = {k: [] for k in (
-        "scipy", "se.einsum first call", "se.einsum again", "se.einsum loads",
-        "se.einsum statements")}
-    for _ in range(repeats):
-        seconds, want = harness.timed(lambda: scipy_sddmm(x, m, y))
-        times["scipy"].append(seconds)
-        PLANS.clear()
-        fresh = [x.copy(), m.copy(), y.copy()]
-        seconds, got = harness.timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
-        times["se.einsum first call"].append(seconds)
-        assert sp.issparse(got)
-        np.testing.assert_allclose(got.data, want.data, rtol=1e-9, atol=1e-9)
-        seconds, got = harness.timed(lambda: se.einsum("ik,ij,jk->ij", *fresh))
-        times["se.einsum again"].append(seconds)
-        with einsum_session("ik,ij,jk->ij", *fresh, reuse=True) as session:
-            loads, statements = engine_seconds(session.run(format="auto").steps)
-        times["se.einsum loads"].append(loads)
-        times["se.einsum statements"].append(statements)
+    want = scipy_sddmm(x, m, y)
+    state = {"fresh": [x.copy(), m.copy(), y.copy()]}
+    engine: dict[str, list[float]] = {"se.einsum loads": [], "se.einsum statements": []}
+
+    def check(name: str, result) -> None:
+        """Against scipy's; before each first call, nothing cached: no plans, new arrays;
+        after each round, the engine's share."""
+        if name == "scipy":
+            PLANS.clear()
+            state["fresh"] = [x.copy(), m.copy(), y.copy()]
+            return
+        assert sp.issparse(result)
+        np.testing.assert_allclose(result.data, want.data, rtol=1e-9, atol=1e-9)
+        if name == "se.einsum again":
+            with einsum_session("ik,ij,jk->ij", *state["fresh"], reuse=True) as session:
+                loads, statements = engine_seconds(session.run(format="auto").steps)
+            engine["se.einsum loads"].append(loads)
+            engine["se.einsum statements"].append(statements)
+
+    timings = harness.side_by_side(
+        {"scipy": lambda: scipy_sddmm(x, m, y),
+         "se.einsum first call": lambda: se.einsum("ik,ij,jk->ij", *state["fresh"]),
+         "se.einsum again": lambda: se.einsum("ik,ij,jk->ij", *state["fresh"])},
+        repeats, check=check)
+    timings.samples.update(engine)
     _print(f"SDDMM, {rows:,} x {rows:,} mask with {m.nnz:,} non-zeros, X and Y "
-           f"{rows:,} x {width}, defaults (sparse result)", times, repeats)
+           f"{rows:,} x {width}, defaults (sparse result)", timings, repeats)
 
 
-def _print(title: str, times: dict[str, list[float]], repeats: int) -> None:
-    """Medians, noise and ratios to scipy's (`harness.Timings`); the rows kept for --out."""
-    timings = harness.Timings(times)
+def _print(title: str, timings: harness.Timings, repeats: int) -> None:
+    """Medians, noise and ratios to scipy's; the rows kept for --out."""
+    baseline = "scipy" if "scipy" in timings.samples else None
     print(f"{title} (median of {repeats}):")
-    print("\n".join(timings.lines("scipy" if "scipy" in times else None)))
-    ROWS.extend(timings.rows("scipy" if "scipy" in times else None, case=title))
+    print("\n".join(timings.lines(baseline)))
+    ROWS.extend(timings.rows(baseline, case=title))
 
 
 def main(argv: list[str] | None = None) -> None:
