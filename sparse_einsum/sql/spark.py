@@ -62,7 +62,7 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
     functions = KERNEL_CATALOG + "."
     # aggregate states stay in the hash aggregate's memory (the backend raises its
     # sort-based fallback threshold); se_ksum sums products unformed
-    # a one-tuple operand is a scalar subquery, converted once per task (`kernel`)
+    # a one-tuple operand is a scalar subquery, computed once (`kernel`)
     capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
                                 constants_once=True)
     null_arrays_are_zeros = True
