@@ -141,7 +141,7 @@ def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
 
 def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
     """An iteration runs the statements compiled once: one per parameter for its update
-    and its optimizer state together, the intermediates' drops, and one transaction
+    and its optimizer state together (joined side by side), the intermediates' drops, and one transaction
     replacing the tables inside the engine; only the loss and the metrics are fetched,
     nothing is loaded and A X is not computed again (the first iteration did, and kept
     them), and the plan is not chosen again."""
@@ -153,6 +153,9 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
             compiled, job = trainer.compiled, trainer.job
             updates = [s for s in compiled.steps if s.target.table in compiled.combined]
             assert [s.target.table for s in updates] == ["t_count_W1_next", "t_count_W2_next"]
+            # the parameter and its state go side by side by joins, not scalar subqueries
+            # (DuckDB copies a subquery's array payload again)
+            assert not [s for s in updates if "(SELECT val FROM" in s.sql]
             assert not {s.vertex for s in compiled.steps} & set(job.new.values())
             calls = []
             for method in ["execute", "run", "run_and_fetch", "fetch", "load", "query"]:

@@ -445,12 +445,13 @@ def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
     def value(x: str) -> str:
         return f"coalesce({x}, {zero})" if fill else x
 
-    if not first.keyed:          # one tuple at most each
-        return "SELECT " + ", ".join(f"{value(f'(SELECT val FROM {q(rel.table)})')} AS {q(c)}"
-                                     for c, rel in rels.items())
-    keys = ", ".join(q(c) for c in first.columns)
     aliases = [f"c{k}" for k in range(len(rels))]
+    values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
+    if not first.keyed:          # one tuple at most each: joined to one row, not subqueries
+        joins = "".join(f" LEFT JOIN {q(rel.table)} AS {a} ON TRUE"
+                        for a, rel in zip(aliases, rels.values()))
+        return f"SELECT {', '.join(values)} FROM (SELECT 1 AS one) AS dom{joins}"
+    keys = ", ".join(q(c) for c in first.columns)
     frm = " FULL JOIN ".join(f"{q(rel.table)} AS {a}" + (f" USING ({keys})" if k else "")
                              for k, (a, rel) in enumerate(zip(aliases, rels.values())))
-    values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
     return f"SELECT {', '.join([keys] + values)} FROM {frm}"
