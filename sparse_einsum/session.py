@@ -166,7 +166,7 @@ class Session:
                 self.scoped)
 
     def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                     const: float) -> ContractionPath:
+                     const: float, op: str = "mul", agg: str = "sum") -> ContractionPath:
         """The contraction path of a product of three or more tensors, chosen by the cost
         model with the inputs' statistics (its time is `timings["order_seconds"]`)."""
         if self._paths is None:
@@ -176,7 +176,7 @@ class Session:
             self._paths = SparsePaths(self.stats(), self._params(), self._model_options(),
                                       stored)
         start = time.perf_counter()
-        path = self._paths(dag, operands, target, const)
+        path = self._paths(dag, operands, target, const, op, agg)
         self.timings["order_seconds"] += time.perf_counter() - start
         return path
 
