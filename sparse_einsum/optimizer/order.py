@@ -62,7 +62,7 @@ class SparsePaths:
     def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
                  const: float = 1.0, op: str = "mul", agg: str = "sum") -> ContractionPath:
         self._catch_up(dag)
-        kind = _Kind(op, agg)
+        kind = ProductKind(op, agg)
         self._products = {}
         dense = dense_path(dag, operands, target)
         if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
@@ -86,9 +86,9 @@ class SparsePaths:
         self._known = len(dag.vertices)
 
     def product_dag(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-                    target: tuple[str, ...], const: float, kind: _Kind = None) -> Dag:
+                    target: tuple[str, ...], const: float, kind: ProductKind = None) -> Dag:
         """The product's vertices along `path`, its operands as inputs (output ``~out``)."""
-        kind = kind or _Kind()
+        kind = kind or ProductKind()
         product = _scratch(dag, operands, ["~out"])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
         count = itertools.count(1)
@@ -98,10 +98,10 @@ class SparsePaths:
         return product
 
     def price(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-              target: tuple[str, ...], const: float = 1.0, kind: _Kind = None) -> float:
+              target: tuple[str, ...], const: float = 1.0, kind: ProductKind = None) -> float:
         """Cost of the best plan of the product along `path` (inf when none fits), over
         promotions and demotions (tiles are left to the plan of the whole program)."""
-        product, stats = self._product(dag, operands, path, target, const, kind or _Kind())
+        product, stats = self._product(dag, operands, path, target, const, kind or ProductKind())
         ctx = OptimizerContext.build(
             product, stats, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
@@ -110,13 +110,13 @@ class SparsePaths:
         return found[0].total if found else math.inf
 
     def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-             target: tuple[str, ...], kind: _Kind = None) -> float:
+             target: tuple[str, ...], kind: ProductKind = None) -> float:
         """Estimated relational join plus output tuples, summed over the path's vertices."""
-        product, stats = self._product(dag, operands, path, target, 1.0, kind or _Kind())
+        product, stats = self._product(dag, operands, path, target, 1.0, kind or ProductKind())
         return sum(_work(v, stats) for v in product.vertices)
 
     def _product(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-                 target: tuple[str, ...], const: float, kind: _Kind
+                 target: tuple[str, ...], const: float, kind: ProductKind
                  ) -> tuple[Dag, dict[str, TensorStats]]:
         """`product_dag` and the statistics of its tensors, made once per path."""
         key = (tuple(operands), tuple(target), tuple(map(tuple, path)), const, kind)
@@ -130,10 +130,10 @@ class SparsePaths:
         return found
 
     def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                    kind: _Kind = None) -> ContractionPath:
+                    kind: ProductKind = None) -> ContractionPath:
         """At each step, contract the pair of least estimated work (opt_einsum's greedy,
         with estimated non-zeros instead of dense sizes)."""
-        kind = kind or _Kind()
+        kind = kind or ProductKind()
         scratch = _scratch(dag, operands, [])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
         stats = {t: self.stats[t] for t in scratch.inputs}
@@ -160,7 +160,7 @@ class SparsePaths:
 
 
 @dataclass(frozen=True)
-class _Kind:
+class ProductKind:
     """The product's operation and aggregate: a sum of products, or with "add" and min or
     max a min-plus or max-plus product."""
     op: str = "mul"
