@@ -9,7 +9,7 @@ from sparse_einsum.sql.templates import SQL, SQL_TEMPLATES, literal, render, tem
 
 # the sqlglot dialects of each engine directory (common: every engine)
 ENGINES = {"common": ("duckdb", "postgres", "spark"), "duckdb": ("duckdb",),
-           "postgres": ("postgres",)}
+           "postgres": ("postgres",), "spark": ("spark",)}
 QUOTES = {"duckdb": '"', "postgres": '"', "spark": "`"}
 # a value for each hole of kind sql, by the hole's name
 SQL_SAMPLES = {
