@@ -8,11 +8,13 @@ Side by side in one process (harness.side_by_side, medians): scipy's CSR @ dense
 ``se.einsum`` call with its inputs bound to the statement that reads them (the default)
 and stored in tables first (``pg_bind.BOUND_READS = 0``: how every load ran before),
 and bound on one backend kept open across calls (no connection and session set-up).
-Then the floors, the same bytes moved without a kernel: the inputs' raw bytes as
-parameters of a statement that only measures them; a result-sized payload sent as a
-parameter and returned (send and fetch); the inputs' bytes by binary COPY into a
-bytea column of an UNLOGGED table (TOAST, uncompressed), and that payload selected
-back (TOAST read and fetch); a NumPy copy of the result as the yardstick of memory.
+Then the floors: the call's statement with its inputs bound, computing the result but
+sending only its length (inputs in, se_rows, the kernel); and the same bytes moved
+without a kernel: the inputs' raw bytes as parameters of a statement that only
+measures them; a result-sized payload sent as a parameter and returned as the call
+reads it (send, fetch, one copy); the inputs' bytes by binary COPY into a bytea column
+of an UNLOGGED table (TOAST, uncompressed), and that payload selected back (TOAST read
+and fetch); a NumPy copy of the result as the yardstick of memory.
 Without --dsn it uses $SE_TEST_PG_DSN, else a throwaway cluster.
 """
 from __future__ import annotations
@@ -25,12 +27,14 @@ import numpy as np
 import scipy.sparse as sp
 
 import sparse_einsum as se
+from sparse_einsum.api import einsum_session
 from sparse_einsum.backends import pg_bind
 from sparse_einsum.backends.pg_cluster import pg_server
-from sparse_einsum.backends.pg_copy import execute_raw
+from sparse_einsum.backends.pg_copy import execute_raw, result_arrays
 from sparse_einsum.backends.pg_kernels import install_kernels
 from sparse_einsum.backends.postgres import PostgresBackend
 from sparse_einsum.blocks import decompose
+from sparse_einsum.sql.pipeline import statement_query
 
 from . import harness
 from .common import Report
@@ -44,7 +48,30 @@ def _copy_bytea(conn, table: str, payloads: list[bytes]) -> None:
         copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8 + row + b"\xff\xff")
 
 
-def _floors(conn, a, h, result: np.ndarray, repeats: int) -> harness.Timings:
+def _kernel_only(backend: PostgresBackend, a, h):
+    """The call's statement with its inputs bound as the backend binds them, sending back
+    the length of its result only."""
+    with einsum_session("ij,jf->if", a, h, backend=backend) as session:
+        *loads, step = session.compile("optimal").steps
+        arrays = session.values.arrays(session.exact_integers)
+    blocks = [decompose(arrays[s.target.tensor], s.target.tiling, s.target.sparse) for s in loads]
+
+    def run() -> None:
+        for load, held in zip(loads, blocks):
+            assert backend.bound.keep(load.target, held)
+        try:
+            inputs, params = backend.bound.bind(sorted(step.reads))
+            execute_raw(backend.conn, f"SELECT length(se_raw(val, {step.target.sub_size})) "
+                        f"FROM ({statement_query(step, backend.dialect, inputs)}) AS q", params)
+        finally:
+            for load in loads:
+                backend.bound.pop(load.target.table)
+    return run
+
+
+def _floors(backend: PostgresBackend, a, h, result: np.ndarray, repeats: int
+            ) -> harness.Timings:
+    conn = backend.conn
     inputs = [decompose(a, a.shape, sparse=True).values, np.ascontiguousarray(h).reshape(-1)]
     raw = [p.tobytes() for p in inputs]
     cols = ", ".join(f"b{n} bytea" for n in range(len(raw)))
@@ -58,11 +85,12 @@ def _floors(conn, a, h, result: np.ndarray, repeats: int) -> harness.Timings:
 
     forms = {
         "scipy CSR @ dense": lambda: a @ h,
+        "the call's statement, result not sent": _kernel_only(backend, a, h),
         "inputs as parameters, measured only": lambda: execute_raw(
             conn, "SELECT " + " + ".join(f"length(${n + 1})" for n in range(len(inputs))),
             inputs, rows=True),
-        "result-sized payload sent and returned": lambda: execute_raw(
-            conn, "SELECT $1", [result], rows=True).get_value(0, 0),
+        "result-sized payload sent and returned": lambda: result_arrays(execute_raw(
+            conn, "SELECT $1", [result], rows=True))[1].copy(),
         "inputs by binary COPY into a table (TOAST)": stored,
         "result-sized payload selected from a table": lambda: conn.execute(
             "SELECT b1 FROM bench_loads", binary=True).fetchone(),
@@ -104,8 +132,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(dsn: str, args: argparse.Namespace, argv: list[str] | None) -> None:
-    import psycopg
-
     install_kernels(dsn)
     report = Report()
     report(harness.Provenance("bench_pg_loads", argv).header())
@@ -134,11 +160,10 @@ def _run(dsn: str, args: argparse.Namespace, argv: list[str] | None) -> None:
             "se.einsum, inputs bound, one open backend": _bound(pg_bind.BOUND_READS,
                                                                 lambda: call(backend)),
         }, args.repeats, check=check)
-    for line in timings.lines("scipy CSR @ dense"):
-        report(line)
-    report("floors: the same bytes without a kernel")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for line in _floors(conn, a, h, expected, args.repeats).lines("scipy CSR @ dense"):
+        for line in timings.lines("scipy CSR @ dense"):
+            report(line)
+        report("floors: the statement without sending its result; the same bytes without a kernel")
+        for line in _floors(backend, a, h, expected, args.repeats).lines("scipy CSR @ dense"):
             report(line)
     report(f"load average at the end: {os.getloadavg()[0]:.2f}")
 

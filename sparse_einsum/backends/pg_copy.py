@@ -14,6 +14,7 @@ sends them), and copy_out_arrays of a bytea column such as se_raw(val, width).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import cache
 from typing import Iterator
 
 import numpy as np
@@ -333,19 +334,52 @@ def execute_raw(conn, statement: str, params: list[np.ndarray], *, rows: bool = 
     return res if rows else None
 
 
+@cache
+def _raw_context():
+    """An adaptation context whose binary loaders return each cell as it is (a buffer)."""
+    from types import SimpleNamespace
+
+    from psycopg import adapters, pq
+    from psycopg.adapt import AdaptersMap, Loader
+
+    class Raw(Loader):
+        format = pq.Format.BINARY
+
+        def load(self, data):
+            return data
+
+    raw = AdaptersMap(adapters)
+    for oid in (*_SCALARS, _BYTEA):
+        raw.register_loader(oid, Raw)
+    return SimpleNamespace(adapters=raw, connection=None)
+
+
+def _cells(res) -> list[tuple]:
+    """The rows of a binary result, each cell a buffer over the result's own memory (kept
+    alive by it; psycopg's get_value would copy each), None for NULL."""
+    from psycopg.adapt import Transformer
+
+    tx = Transformer(_raw_context())
+    tx.set_pgresult(res)
+    return tx.load_rows(0, res.ntuples, tuple)
+
+
 def result_arrays(res) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """What copy_out_arrays returns, from a binary result of bigint keys and a last column
-    of float8, bigint or bytea (se_raw: native float8 rows)."""
+    of float8, bigint or bytea (se_raw: native float8 rows; one row's is a view of the
+    result's memory)."""
     nrows = res.ntuples
     names = [res.fname(j).decode() for j in range(res.nfields)]
+    rows = _cells(res)
     columns = []
     for j, name in enumerate(names):
-        cells = [res.get_value(i, j) for i in range(nrows)]
+        cells = [row[j] for row in rows]
         if any(c is None for c in cells):
             raise DataError(f"result_arrays: column {name} is NULL")
         oid = res.ftype(j)
         if oid == _BYTEA:
-            columns.append(np.frombuffer(b"".join(cells), np.float64).reshape(nrows, -1)
+            columns.append(np.frombuffer(cells[0], np.float64).reshape(1, -1) if nrows == 1 else
+                           np.frombuffer(b"".join(cells), np.float64).reshape(nrows, -1)
                            if nrows else np.empty((0, 0)))
         elif oid in _SCALARS:
             code = np.dtype(_SCALARS[oid])
