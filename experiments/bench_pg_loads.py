@@ -9,7 +9,8 @@ Side by side in one process (harness.side_by_side, medians): scipy's CSR @ dense
 and stored in tables first (``pg_bind.BOUND_READS = 0``: how every load ran before),
 and bound on one backend kept open across calls (no connection and session set-up).
 Then the floors: the call's statement with its inputs bound, computing the result but
-sending only its length (inputs in, se_rows, the kernel); and the same bytes moved
+sending only its size (inputs in, se_rows, the kernel), and reading its inputs only
+(inputs in, se_rows); and the same bytes moved
 without a kernel: the inputs' raw bytes as parameters of a statement that only
 measures them; a result-sized payload sent as a parameter and returned as the call
 reads it (send, fetch, one copy); the inputs' bytes by binary COPY into a bytea column
@@ -48,9 +49,10 @@ def _copy_bytea(conn, table: str, payloads: list[bytes]) -> None:
         copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8 + row + b"\xff\xff")
 
 
-def _kernel_only(backend: PostgresBackend, a, h):
+def _statement(backend: PostgresBackend, a, h, kernel: bool):
     """The call's statement with its inputs bound as the backend binds them, sending back
-    the length of its result only."""
+    the number of elements of its result only (or, without the `kernel`, of its inputs
+    as se_rows reads them)."""
     with einsum_session("ij,jf->if", a, h, backend=backend) as session:
         *loads, step = session.compile("optimal").steps
         arrays = session.values.arrays(session.exact_integers)
@@ -61,8 +63,11 @@ def _kernel_only(backend: PostgresBackend, a, h):
             assert backend.bound.keep(load.target, held)
         try:
             inputs, params = backend.bound.bind(sorted(step.reads))
-            execute_raw(backend.conn, f"SELECT length(se_raw(val, {step.target.sub_size})) "
-                        f"FROM ({statement_query(step, backend.dialect, inputs)}) AS q", params)
+            size = "SELECT cardinality(val) FROM {} AS q"
+            query = size.format(f"({statement_query(step, backend.dialect, inputs)})") \
+                if kernel else backend.dialect.with_tables(inputs, "SELECT " + " + ".join(
+                    f"({size.format(backend.dialect.q(t))})" for t, _ in inputs))
+            execute_raw(backend.conn, query, params)
         finally:
             for load in loads:
                 backend.bound.pop(load.target.table)
@@ -85,7 +90,8 @@ def _floors(backend: PostgresBackend, a, h, result: np.ndarray, repeats: int
 
     forms = {
         "scipy CSR @ dense": lambda: a @ h,
-        "the call's statement, result not sent": _kernel_only(backend, a, h),
+        "the call's statement, result not sent": _statement(backend, a, h, kernel=True),
+        "its inputs read through se_rows only": _statement(backend, a, h, kernel=False),
         "inputs as parameters, measured only": lambda: execute_raw(
             conn, "SELECT " + " + ".join(f"length(${n + 1})" for n in range(len(inputs))),
             inputs, rows=True),
