@@ -4,18 +4,19 @@ moving its bytes costs alone.
     python -m experiments.bench_pg_loads [--dsn DSN] [--nnz 1000000] [--rows 100000]
                                          [--width 64] [--repeats 7]
 
-Side by side in one process (harness.side_by_side, medians): scipy's CSR @ dense; the whole
-``se.einsum`` call with its inputs bound to the statement that reads them (the default)
-and stored in tables first (``pg_bind.BOUND_READS = 0``: how every load ran before),
-and bound on one backend kept open across calls (no connection and session set-up).
-Then the floors: the call's statement with its inputs bound, computing the result but
-sending only its size (inputs in, se_rows, the kernel), and reading its inputs only
-(inputs in, se_rows); and the same bytes moved
-without a kernel: the inputs' raw bytes as parameters of a statement that only
-measures them; a result-sized payload sent as a parameter and returned as the call
-reads it (send, fetch, one copy); the inputs' bytes by binary COPY into a bytea column
-of an UNLOGGED table (TOAST, uncompressed), and that payload selected back (TOAST read
-and fetch); a NumPy copy of the result as the yardstick of memory.
+Side by side in one process, all in the same rounds (harness.side_by_side, medians):
+scipy's CSR @ dense; the whole ``se.einsum`` call with its inputs bound to the
+statement that reads them (the default) and stored in tables first
+(``pg_bind.BOUND_READS = 0``: how every load ran before), and bound on one backend kept
+open across calls (no connection and session set-up). Then the floors: the call's
+statement with its inputs bound, computing the result but sending only its size
+(inputs in, se_rows, the kernel), and reading its inputs only (inputs in, se_rows); and
+the same bytes moved without a kernel: the inputs' raw bytes as parameters of a
+statement that only measures them; a result-sized payload sent as a parameter and
+returned as the call reads it (send, fetch, one copy); the inputs' bytes by binary COPY
+into a bytea column of an UNLOGGED table (TOAST, uncompressed), and that payload
+selected back (TOAST read and fetch); a NumPy copy of the result as the yardstick of
+memory.
 Without --dsn it uses $SE_TEST_PG_DSN, else a throwaway cluster.
 """
 from __future__ import annotations
@@ -74,8 +75,8 @@ def _statement(backend: PostgresBackend, a, h, kernel: bool):
     return run
 
 
-def _floors(backend: PostgresBackend, a, h, result: np.ndarray, repeats: int
-            ) -> harness.Timings:
+def _floors(backend: PostgresBackend, a, h, result: np.ndarray) -> dict:
+    """The floors (see the module's docstring), by name; they leave a table to drop."""
     conn = backend.conn
     inputs = [decompose(a, a.shape, sparse=True).values, np.ascontiguousarray(h).reshape(-1)]
     raw = [p.tobytes() for p in inputs]
@@ -88,8 +89,7 @@ def _floors(backend: PostgresBackend, a, h, result: np.ndarray, repeats: int
                      f"ALTER TABLE bench_loads {external}")
         _copy_bytea(conn, "bench_loads", raw)
 
-    forms = {
-        "scipy CSR @ dense": lambda: a @ h,
+    return {
         "the call's statement, result not sent": _statement(backend, a, h, kernel=True),
         "its inputs read through se_rows only": _statement(backend, a, h, kernel=False),
         "inputs as parameters, measured only": lambda: execute_raw(
@@ -102,10 +102,6 @@ def _floors(backend: PostgresBackend, a, h, result: np.ndarray, repeats: int
             "SELECT b1 FROM bench_loads", binary=True).fetchone(),
         "NumPy copy of the result": lambda: result.copy(),
     }
-    try:
-        return harness.side_by_side(forms, repeats)
-    finally:
-        conn.execute("DROP TABLE IF EXISTS bench_loads")
 
 
 def _bound(reads: int, call):
@@ -159,17 +155,18 @@ def _run(dsn: str, args: argparse.Namespace, argv: list[str] | None) -> None:
             options = {"dsn": dsn} if target == "postgres" else {}
             return se.einsum("ij,jf->if", a, h, backend=target, **options)
 
-        timings = harness.side_by_side({
-            "scipy CSR @ dense": lambda: a @ h,
-            "se.einsum, inputs bound": _bound(pg_bind.BOUND_READS, call),
-            "se.einsum, inputs stored": _bound(0, call),
-            "se.einsum, inputs bound, one open backend": _bound(pg_bind.BOUND_READS,
-                                                                lambda: call(backend)),
-        }, args.repeats, check=check)
+        try:
+            timings = harness.side_by_side({
+                "scipy CSR @ dense": lambda: a @ h,
+                "se.einsum, inputs bound": _bound(pg_bind.BOUND_READS, call),
+                "se.einsum, inputs stored": _bound(0, call),
+                "se.einsum, inputs bound, one open backend": _bound(pg_bind.BOUND_READS,
+                                                                    lambda: call(backend)),
+                **_floors(backend, a, h, expected),
+            }, args.repeats, check=check)
+        finally:
+            backend.conn.execute("DROP TABLE IF EXISTS bench_loads")
         for line in timings.lines("scipy CSR @ dense"):
-            report(line)
-        report("floors: the statement without sending its result; the same bytes without a kernel")
-        for line in _floors(backend, a, h, expected, args.repeats).lines("scipy CSR @ dense"):
             report(line)
     report(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
