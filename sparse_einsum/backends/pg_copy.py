@@ -378,9 +378,9 @@ def result_arrays(res) -> tuple[dict[str, np.ndarray], np.ndarray]:
             raise DataError(f"result_arrays: column {name} is NULL")
         oid = res.ftype(j)
         if oid == _BYTEA:
-            columns.append(np.frombuffer(cells[0], np.float64).reshape(1, -1) if nrows == 1 else
-                           np.frombuffer(b"".join(cells), np.float64).reshape(nrows, -1)
-                           if nrows else np.empty((0, 0)))
+            data = cells[0] if nrows == 1 else b"".join(cells)
+            columns.append(np.frombuffer(data, np.float64).reshape(nrows, -1) if nrows else
+                           np.empty((0, 0)))
         elif oid in _SCALARS:
             code = np.dtype(_SCALARS[oid])
             columns.append(np.frombuffer(b"".join(cells), code).astype(code.newbyteorder("=")))
