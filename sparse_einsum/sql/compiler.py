@@ -161,7 +161,8 @@ class Compiler:
         text or as kernel constants), in `out`'s table."""
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query,
-                               reads=frozenset(rel.table for rel in reads)))
+                               reads=frozenset(rel.table for rel in reads),
+                               generates_rows=b.generates_rows))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
@@ -220,7 +221,8 @@ class Compiler:
                 frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
             values = [f"{aliases[k]}.val" for k in joined]
         else:
-            frm, where, values, source = self._domain(v, inputs, aliases, promoted, ranges, spread)
+            frm, where, values, source = self._domain(v, b, inputs, aliases, promoted, ranges,
+                                                      spread)
 
         spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in joined]
@@ -309,7 +311,7 @@ class Compiler:
                 return k
         return None
 
-    def _domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
+    def _domain(self, v: Vertex, b: StepBuilder, inputs: list[TableRelation], aliases: list[str],
                 promoted: list[str], ranges: dict[str, int], spread: list[int]):
         """FROM clause over the keys of a ``union`` domain (of the operands in `spread`) or
         of a ``full`` one (`spread` empty), the operands LEFT JOINed with zeros filled in."""
@@ -317,6 +319,7 @@ class Compiler:
         col = {l: f"k{n}" for n, l in enumerate(promoted)}
 
         def spans(labels: list[str]) -> list[str]:
+            b.generates_rows |= bool(labels)
             return [d.range_from(ranges[l], col[l]) for l in labels]
 
         def keys_of(k: int) -> tuple[list[str], list[str]]:
@@ -386,6 +389,7 @@ class Compiler:
         out = self._new_rel(rel.tensor, middle)
         spec = take_spec(rel.tiling, middle)
         b = StepBuilder(self.prefix, self._kernels)
+        b.generates_rows = True                     # a row per piece of each payload
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
         kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
         pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
