@@ -22,6 +22,7 @@ from ..sql.dialect import Dialect
 from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.pipeline import statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
+from ..sql.templates import SQL, literal, render
 from . import blas, duckdb_extension, udfs
 from .base import Backend, arrow_relation, relation_blocks
 
@@ -31,10 +32,6 @@ STORAGE_VERSION = "v1.5.0"
 # rows per Arrow batch of a loaded input (DuckDB scans batches in parallel)
 LOAD_BATCH_ROWS = 16384
 _SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
-
-
-def _literal(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
 
 
 def connect(database: str, read_only: bool = False, native: bool = True
@@ -94,21 +91,27 @@ class DuckDBBackend(Backend):
         else:
             self.con = connection.cursor()
         try:
-            self.con.execute("SET enable_progress_bar = false")
+            self._set("enable_progress_bar", SQL("false"))
             for setting, value, what in (
                     ("memory_limit", memory_limit, "is not a size such as 2GB, 512MiB or 50%"),
                     ("temp_directory", temp_directory, "cannot be used")):
                 if value:
                     try:
-                        self.con.execute(f"SET {setting} = {_literal(value)}")
+                        self._set(setting, literal(value))
                     except duckdb.Error:
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
-                self.con.execute(f"SET threads = {int(threads)}")
+                self._set("threads", SQL(str(int(threads))))
             self.dialect = self._kernels(native)
         except BaseException:
             self.con.close()
             raise
+
+    def _set(self, setting: str, value: SQL) -> None:
+        self.con.execute(render("duckdb/set", setting=setting, value=value))
+
+    def _setting(self, setting: str):
+        return self.query(render("duckdb/setting", setting=literal(setting)))[0][0]
 
     _engine: tuple[int, duckdb.DuckDBPyConnection] | None = None    # (pid, connection)
     _engine_lock = threading.Lock()
@@ -131,7 +134,7 @@ class DuckDBBackend(Backend):
             return DuckDBDialect()
         try:
             duckdb_extension.load(self.con)
-            self.kernel_detail = blas.describe(self.query("SELECT se_extension_blas()")[0][0])
+            self.kernel_detail = blas.describe(self.query(render("duckdb/extension_blas"))[0][0])
             return DuckDBNativeDialect()
         except BackendError as exc:
             if native:
@@ -143,14 +146,14 @@ class DuckDBBackend(Backend):
 
     def leftover_files(self) -> list[Path]:
         """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
-        directory = Path(self.query("SELECT current_setting('temp_directory')")[0][0] or ".tmp")
+        directory = Path(self._setting("temp_directory") or ".tmp")
         if not directory.is_dir():
             return []
         return [path for path in sorted(directory.iterdir())
                 if (m := _SPILL_FILE.match(path.name)) and not _alive(int(m.group(1)))]
 
     def memory_limit(self) -> tuple[int, str] | None:
-        text = self.query("SELECT current_setting('memory_limit')")[0][0]
+        text = self._setting("memory_limit")
         size = parse_size(str(text).replace(" ", ""))
         return (size, f"DuckDB's memory_limit {text}") if size else None
 

@@ -14,6 +14,7 @@ from ..inputs import SourceInput, read_file
 from ..sql.pipeline import statement_query
 from ..sql.postgres import PostgresDialect
 from ..sql.steps import Step, TableRelation
+from ..sql.templates import render
 from . import blas
 from .base import Backend, arrow_columns
 from .pg_copy import copy_in_arrays, copy_out_arrays, insert_rows
@@ -40,15 +41,15 @@ class PostgresBackend(Backend):
         self.conn.prepare_threshold = None      # tables are made and dropped all the time
         check_kernels(self.conn)
         self.kernel_detail = blas.describe(self.conn.execute(
-            "SELECT current_setting('sparse_einsum_kernels.blas_library', true)").fetchone()[0])
-        self.conn.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
+            render("postgres/setting"), ("sparse_einsum_kernels.blas_library",)).fetchone()[0])
+        self._set("work_mem", work_mem)
         # Tables are made and filled just before they are read, without statistics: the
         # planner's estimates run to billions of rows and its JIT compiles (with LLVM
         # inlining and optimisation) for seconds what runs in less (measured: the SpMM
         # statement 4.1 s with JIT, 2.6 s without)
-        self.conn.execute("SET jit = off")
+        self._set("jit", "off")
         try:   # arrays in tuples: lz4 TOAST compression is several times faster than pglz
-            self.conn.execute("SET default_toast_compression = 'lz4'")
+            self._set("default_toast_compression", "lz4")
         except psycopg.Error:
             pass
         # The server ends a statement whose client vanished within CLIENT_CHECK instead of
@@ -56,9 +57,13 @@ class PostgresBackend(Backend):
         # backend's transactions only (nothing where the server cannot check)
         checks = client_check_works(self.conn)
         if checks and self._owns:
-            self.conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK}'")
+            self._set("client_connection_check_interval", CLIENT_CHECK)
         self._check_in_transactions = checks and not self._owns
         self.dialect = PostgresDialect()
+
+    def _set(self, name: str, value: str) -> None:
+        """The session's setting `name` is `value` from now on."""
+        self.conn.execute(render("postgres/set_setting"), (name, value))
 
     def scope(self):
         return self.transaction()
@@ -76,8 +81,7 @@ class PostgresBackend(Backend):
             super().drop(rel)    # else the failed transaction's rollback removes it
 
     def memory_limit(self) -> tuple[int, str] | None:
-        text, size = self.query("SELECT current_setting('work_mem'), "
-                                "pg_size_bytes(current_setting('work_mem'))")[0]
+        text, size = self.query(render("postgres/work_mem"))[0]
         return int(size), f"PostgreSQL's work_mem {text}"
 
     def close(self) -> None:
@@ -141,4 +145,4 @@ class PostgresBackend(Backend):
         return q(scratch)
 
     def release_source(self, scratch: str) -> None:
-        self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(scratch)}")
+        self.execute(render("common/drop_table", self.dialect.quote, table=scratch))

@@ -39,6 +39,7 @@ from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.dialect import Dialect
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
 from ..sql.steps import KernelUse, Step, TableRelation
+from ..sql.templates import render
 from . import udfs
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 from .spark_inputs import InputFiles
@@ -257,7 +258,7 @@ class SparkBackend(Backend):
     def drop(self, rel: TableRelation) -> None:
         if jvm_ended():       # a failed run cleans up after Spark ended: nothing to drop
             return
-        self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(rel.table)}")
+        self.execute(render("common/drop_view", self.dialect.quote, table=rel.table))
         frame, checkpointed = self._frames.pop(rel.table, (None, None))
         self._depth.pop(rel.table, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
@@ -301,7 +302,7 @@ class SparkBackend(Backend):
     def release_source(self, scratch: str) -> None:
         self._inputs.remove(scratch)
         if not jvm_ended():
-            self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(scratch)}")
+            self.execute(render("common/drop_view", self.dialect.quote, table=scratch))
 
     # -- statements ---------------------------------------------------------
     @_reported
@@ -316,7 +317,7 @@ class SparkBackend(Backend):
                 self.dialect.q(step.target.table)), step.reads)
         finally:
             for use in step.kernels if not jvm_ended() else ():
-                self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {use.name}")
+                self.execute(render("spark/drop_function", self.dialect.quote, function=use.name))
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
         from pyspark.sql.functions import ArrowUDFType, arrow_udf
