@@ -94,7 +94,8 @@ def kernel_catalog_missing(session) -> str | None:
             "it was not started with the kernel jar (docs/spark.md)"
         return f"the session has no {CATALOG_KEY}: {why}"
     try:
-        session.sql(render("spark/kernels_check", SparkDialect.quote, catalog=KERNEL_CATALOG)).schema
+        check = render("spark/kernels_check", SparkDialect.quote, catalog=KERNEL_CATALOG)
+        session.sql(check).schema
     except Exception as exc:  # noqa: BLE001 - the jar is missing or does not load
         return f"{CATALOG_KEY} does not load: {first_line(exc)}"
     return None
