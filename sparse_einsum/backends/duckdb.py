@@ -97,7 +97,7 @@ class DuckDBBackend(Backend):
                     ("temp_directory", temp_directory, "cannot be used")):
                 if value:
                     try:
-                        self._set(setting, literal(value))
+                        self._set(setting, literal(str(value)))
                     except duckdb.Error:
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
