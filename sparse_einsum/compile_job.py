@@ -31,7 +31,7 @@ from .inputs import FILE_FORMATS
 from .plan import Plan
 from .program.model import InputDecl, Program
 from .program.parser import load_program
-from .session import ASSUMED_PER_INDEX, Session
+from .session import ASSUMED_PER_INDEX, Session, SessionOptions
 from .sql.compiler import Combined
 from .sql.dialect import Dialect
 from .sql.duckdb import file_scan
@@ -72,8 +72,9 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
             raise ProgramError(f"input {name} is not bound to a table: a compiled job reads its "
                                f"inputs from tables, so bind it with `input {name}[...] from "
                                f"TABLE(key columns, value column)` (or give its data to embed it)")
-    with Session(program, data, dialect=job_dialect, inputs_in_tables=True, prefix=PREFIX,
-                 in_place=in_place, **_statistics_backend(dsn, database)) as session:
+    with Session(program, data, dialect=job_dialect, prefix=PREFIX,
+                 options=SessionOptions(in_place=dict(in_place or {}), job=True),
+                 **_statistics_backend(dsn, database)) as session:
         chosen = session.plan(plan)
         try:
             compiled = session.compile(chosen, temporary=True, relational_outputs=True,
@@ -81,8 +82,8 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         except PlanError as exc:
             raise PlanError(f"plan {chosen.name or plan!r} cannot be compiled for {dialect}: {exc} "
                             "(the optimizer's plans always fit: use --plan optimal)") from None
-        stored = {name: rel for name, rel in session.table_inputs().items()
-                  if name not in session.in_place}
+        stored = {name: rel for name, rel in session.tables.items()
+                  if name not in session.options.in_place}
         where = ("measured at compile time in the PostgreSQL database" if dsn else
                  f"measured at compile time in {database}" if database else
                  f"assumed (no database given): each table holds min(size, "
@@ -116,8 +117,7 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
                 render(job.publish, job_dialect.quote, output=name,
                        staged=job.written(name, PREFIX)) for name in compiled.outputs]
         out += ([""] if after else []) + [f"{sql};" for sql in after]
-        header = _header(program, chosen, session.dag, job, where, session.table_inputs(),
-                         kernels)
+        header = _header(program, chosen, session.dag, job, where, session.tables, kernels)
     return "\n".join(header) + "\n" + job.wrap("\n".join(out), kernels) + "\n"
 
 

@@ -33,7 +33,7 @@ from .program.losses import add_loss, parse_loss
 from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
-from .session import Session
+from .session import Session, SessionOptions
 from .sql.compiler import Combined, combined_query
 from .sql.dialect import Dialect
 from .sql.steps import TableRelation, key_column
@@ -320,7 +320,8 @@ class Trainer:
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
-                                   in_place=self.job.in_place(), scoped=False,
+                                   options=SessionOptions(in_place=self.job.in_place(),
+                                                          scoped=False),
                                    memory_cap=memory_cap, progress=progress)
             self.plan = self.session.plan(plan)
             self.compiled = self.session.compile(self.plan, combined=self.job.combined())

@@ -21,6 +21,7 @@ import numpy as np
 
 from sparse_einsum.errors import DataError
 
+from ..sql.templates import render
 from .pg_settings import session_setting
 
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
@@ -80,10 +81,8 @@ def copy_in_arrays(conn, table: str, key_columns: dict[str, np.ndarray],
     for name, c in zip(names, cols + ([vals] if vals is not None else [])):
         if c.ndim < 1 or len(c) != n:
             raise DataError(f"copy_in_arrays: column {name} has shape {c.shape}, expected {n} rows")
-    qualified = conn.execute("SELECT %s::regclass::text", (table,)).fetchone()[0]
-    types = dict(conn.execute(
-        "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass "
-        "AND attnum > 0 AND NOT attisdropped", (table,)).fetchall())
+    qualified = conn.execute(render("postgres/table_name"), (table,)).fetchone()[0]
+    types = dict(conn.execute(render("postgres/column_types"), (table,)).fetchall())
     fields: list = [("n", ">i2")]
     for i, name in enumerate(key_columns):
         oid = types.get(name)

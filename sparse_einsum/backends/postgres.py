@@ -43,17 +43,16 @@ class PostgresBackend(Backend):
         self.conn = connection
         self.conn.prepare_threshold = None      # tables are made and dropped all the time
         check_kernels(self.conn)
-        # JIT off: tables are made and filled just before they are read, without
-        # statistics: the planner's estimates run to billions of rows and its JIT compiles
-        # (with LLVM inlining and optimisation) for seconds what runs in less (measured:
-        # the SpMM statement 4.1 s with JIT, 2.6 s without)
-        library, work_mem_bytes = self.conn.execute(
-            "SELECT current_setting('sparse_einsum_kernels.blas_library', true), "
-            "pg_size_bytes(set_config('work_mem', %s, false)), set_config('jit', 'off', false)",
-            (work_mem,)).fetchone()[:2]
-        self.kernel_detail = blas.describe(library)
+        self.kernel_detail = blas.describe(self.conn.execute(
+            render("postgres/setting"), ("sparse_einsum_kernels.blas_library",)).fetchone()[0])
+        self._set("work_mem", work_mem)
+        # Tables are made and filled just before they are read, without statistics: the
+        # planner's estimates run to billions of rows and its JIT compiles (with LLVM
+        # inlining and optimisation) for seconds what runs in less (measured: the SpMM
+        # statement 4.1 s with JIT, 2.6 s without)
+        self._set("jit", "off")
         try:   # arrays in tuples: lz4 TOAST compression is several times faster than pglz
-            self.conn.execute("SET default_toast_compression = 'lz4'")
+            self._set("default_toast_compression", "lz4")
         except psycopg.Error:
             pass
         # The server ends a statement whose client vanished within CLIENT_CHECK instead of
@@ -61,10 +60,14 @@ class PostgresBackend(Backend):
         # backend's transactions only (nothing where the server cannot check)
         checks = client_check_works(self.conn)
         if checks and self._owns:
-            self.conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK}'")
+            self._set("client_connection_check_interval", CLIENT_CHECK)
         self._check_in_transactions = checks and not self._owns
         self.dialect = PostgresDialect()
-        self.bound = BoundInputs(self.dialect, int(work_mem_bytes))
+        self.bound = BoundInputs(self.dialect, self.memory_limit()[0])
+
+    def _set(self, name: str, value: str) -> None:
+        """The session's setting `name` is `value` from now on."""
+        self.conn.execute(render("postgres/set_setting"), (name, value))
 
     def scope(self):
         return self.transaction()
@@ -90,8 +93,7 @@ class PostgresBackend(Backend):
                                             table=rel.table)).fetchone()[0])
 
     def memory_limit(self) -> tuple[int, str] | None:
-        text, size = self.conn.execute("SELECT current_setting('work_mem'), "
-                                       "pg_size_bytes(current_setting('work_mem'))").fetchone()
+        text, size = self.conn.execute(render("postgres/work_mem")).fetchone()
         return int(size), f"PostgreSQL's work_mem {text}"
 
     def close(self) -> None:
@@ -192,4 +194,4 @@ class PostgresBackend(Backend):
         return q(scratch)
 
     def release_source(self, scratch: str) -> None:
-        self.execute(f"DROP TABLE IF EXISTS {self.dialect.q(scratch)}")
+        self.conn.execute(render("common/drop_table", self.dialect.quote, table=scratch))
