@@ -11,18 +11,17 @@ the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core ea
 with --local N ``local[N]``, N task threads in the driver's JVM; the
 plans are ranked with the Spark constants and the cluster's parallelism), its plan and
 ``session.run``. Each plan runs once to warm up (not with --no-warmup), then the plans
-run ``--repeats`` times in turn (round robin). Reported per plan: the estimated cost, the
-median and range of the wall time as the user sees it (loading the inputs, the
-statements, fetching the result) and of the statements alone, whether it was the fastest
-of the top plans, and the median seconds of each step; every result is checked against
-scipy. Spark's start-up is reported separately. Results: ``bench_spark_gcn2_<dataset>.csv`` in --out
-and the log ``.txt`` in <out>/generated (next to the CSV with --publish).
+run ``--repeats`` times in turn (round robin, `harness.side_by_side`). Reported per plan:
+the estimated cost, the median and noise of the wall time as the user sees it (loading
+the inputs, the statements, fetching the result) and of the statements alone, whether it
+was the fastest of the top plans, and the median seconds of each step; every result is
+checked against scipy. Spark's start-up is reported separately. Results:
+``bench_spark_gcn2_<dataset>.csv`` in --out (rows with the run's provenance) and the log
+``.txt`` in <out>/generated (next to the CSV with --publish).
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 import statistics
 import sys
 import time
@@ -32,22 +31,19 @@ import numpy as np
 from sparse_einsum import Session
 from sparse_einsum.backends import open_backend
 
+from . import harness
 from .bench import library_methods, load_workload, max_abs_diff
-from .common import add_output_arguments, code_version, command_line, output_dirs
+from .common import Report, add_output_arguments, output_dirs
 
 TOLERANCE = 1e-7          # relative to max |reference|
 RANKS = ("Opt", "2nd", "3rd")
 
 
-def run_once(session: Session, plan, reference, scale: float) -> tuple[float, object]:
-    """(wall seconds, the execution) of one run of `plan`, checked against the reference."""
-    start = time.perf_counter()
-    run = session.run(plan)
-    wall = time.perf_counter() - start
+def check_run(plan, run, reference, scale: float) -> None:
+    """Stop where a run of `plan` differs from the reference."""
     diff = max_abs_diff(run.outputs["Y"], reference)
     if diff > TOLERANCE * scale:
         raise SystemExit(f"{plan.name}: result differs from scipy by {diff:.3g}")
-    return wall, run
 
 
 def step_medians(runs: list) -> dict[str, float]:
@@ -76,28 +72,25 @@ def run_configuration(label: str, backend, w, top: int, repeats: int, reference,
             log(f"  {rank}: estimated cost {plan.cost:.4g}")
             for line in plan.describe(session.dag).splitlines():
                 log(f"      {line}")
-        start = time.perf_counter()
-        for plan in ranked if warmup else ():
-            run_once(session, plan, reference, scale)
-        if warmup:
-            log(f"  warm-up (each plan once): {time.perf_counter() - start:.1f} s")
-        walls: list[list[float]] = [[] for _ in ranked]
-        runs: list[list] = [[] for _ in ranked]
-        for _ in range(repeats):
-            for k, plan in enumerate(ranked):
-                wall, run = run_once(session, plan, reference, scale)
-                walls[k].append(wall)
-                runs[k].append(run)
-    rows = []
-    for rank, plan, wall, timed in zip(RANKS, ranked, walls, runs):
-        statements = [run.seconds(loads=False) for run in timed]
-        rows.append({"configuration": label, "rank": rank, "plan": plan.name,
-                     "est_cost": plan.cost, "wall_s": statistics.median(wall),
-                     "wall_min_s": min(wall), "wall_max_s": max(wall),
-                     "statements_s": statistics.median(statements),
-                     "statements_min_s": min(statements), "statements_max_s": max(statements),
-                     "statements": len(timed[0].steps), "repeats": repeats})
-    steps = [step_medians(timed) for timed in runs]
+        plans = dict(zip(RANKS, ranked))
+        runs: dict[str, list] = {rank: [] for rank in plans}
+
+        def check(rank: str, run) -> None:
+            check_run(plans[rank], run, reference, scale)
+            runs[rank].append(run)
+
+        walls = harness.side_by_side(
+            {rank: (lambda plan=plan: session.run(plan)) for rank, plan in plans.items()},
+            repeats, warmup=int(warmup), check=check)
+    statements = harness.Timings({rank: [run.seconds(loads=False) for run in timed]
+                                  for rank, timed in runs.items()})
+    rows = [{"configuration": label, "rank": rank, "plan": plan.name, "est_cost": plan.cost,
+             "wall_s": walls.median(rank), "wall_noise_s": walls.noise(rank),
+             "statements_s": statements.median(rank),
+             "statements_noise_s": statements.noise(rank),
+             "statements": len(runs[rank][0].steps), "repeats": repeats}
+            for rank, plan in plans.items()]
+    steps = [step_medians(timed) for timed in runs.values()]
     log(f"  median seconds per step ({repeats} runs; steps the plans share, then their own):")
     labels = list(dict.fromkeys(label for s in steps for label in s))
     log("      " + " ".join(f"{rank:>8}" for rank in RANKS[:len(steps)]) + "  step")
@@ -124,15 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
-    lines = [f"command: {command_line('bench_spark', sys.argv[1:] if argv is None else argv)}",
-             f"code: {code_version()}", f"machine: {os.cpu_count()} cores"]
-
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-        lines.append(msg)
-
-    for line in lines:
-        print(line)
+    log, provenance = Report(), harness.Provenance("bench_spark", argv)
+    log(provenance.header())
     w = load_workload("gcn2", args.dataset, hidden=args.hidden)
     log(f"gcn2 on {args.dataset}: {w.describe}")
     prep, compute, _ = library_methods(w)["scipy"]
@@ -165,16 +151,16 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_configuration(f"spark {master}", spark, w, args.top, args.repeats,
                                       reference, scale, log, not args.no_warmup)
 
-    log("\n| configuration | rank | est. cost | wall s (median, min-max) | statements s "
-        "(median, min-max) | fastest | plan |\n|---|---|---|---|---|---|---|")
+    log("\n| configuration | rank | est. cost | wall s (median ± noise) | statements s "
+        "(median ± noise) | fastest | plan |\n|---|---|---|---|---|---|---|")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]
         fastest = min(ranked, key=lambda r: r["wall_s"])
         for r in ranked:
             r["fastest"] = r is fastest
             log(f"| {label} | {r['rank']} | {r['est_cost']:.4g} | {r['wall_s']:.2f} "
-                f"({r['wall_min_s']:.2f}-{r['wall_max_s']:.2f}) | {r['statements_s']:.2f} "
-                f"({r['statements_min_s']:.2f}-{r['statements_max_s']:.2f}) | "
+                f"± {r['wall_noise_s']:.2f} | {r['statements_s']:.2f} "
+                f"± {r['statements_noise_s']:.2f} | "
                 f"{'yes' if r['fastest'] else ''} | {r['plan']} |")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]
@@ -183,11 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{fastest['rank']}" + (" (the optimizer's choice)" if fastest["rank"] == "Opt"
                                      else ""))
     stem = f"bench_spark_gcn2_{args.dataset}"
-    with open(tables_dir / f"{stem}.csv", "w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=list(rows[0]))
-        out.writeheader()
-        out.writerows(rows)
-    (generated_dir / f"{stem}.txt").write_text("\n".join(lines) + "\n")
+    harness.write_csv(tables_dir / f"{stem}.csv", rows, provenance)
+    (generated_dir / f"{stem}.txt").write_text("\n".join(log.lines) + "\n")
     log(f"wrote {tables_dir / stem}.csv and {generated_dir / stem}.txt")
     return 0
 

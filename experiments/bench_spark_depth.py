@@ -5,8 +5,11 @@ statements) and statements kept as local checkpoints (the backend before; unsafe
 executor is lost).
 
     python -m experiments.bench_spark_depth [--statements 48] [--repeats 2] [--master local[2]]
+                                            [--out FILE.csv]
 
 Statement k reads statement k-1 twice (a chain whose unfolded plan doubles at each step).
+Prints (and with ``--out`` writes as CSV rows with the run's provenance) the median
+seconds per statement of the first and the last ten statements, per method.
 """
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ import numpy as np
 
 from sparse_einsum.backends.spark import SparkBackend
 from sparse_einsum.session import Session
+
+from . import harness
+from .common import Report
 
 
 class LocalCheckpoints(SparkBackend):
@@ -48,24 +54,31 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--statements", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
+    report, provenance = Report(), harness.Provenance("bench_spark_depth", argv)
+    report(provenance.header())
     data = {"A": np.random.default_rng(0).random((30, 30))}
     program = program_text(args.statements)
     with SparkBackend(args.master, config={"spark.sql.shuffle.partitions": "2"}) as owner:
-        methods = {"persisted": SparkBackend(session=owner.spark),
-                   "local checkpoints": LocalCheckpoints(session=owner.spark)}
-        times: dict[str, list[list[float]]] = {name: [] for name in methods}
-        step_times(methods["persisted"], program, data)          # warm-up
-        for _ in range(args.repeats):
-            for name, backend in methods.items():
-                times[name].append(step_times(backend, program, data))
-        for backend in methods.values():
+        backends = {"persisted": SparkBackend(session=owner.spark),
+                    "local checkpoints": LocalCheckpoints(session=owner.spark)}
+        runs: dict[str, list[list[float]]] = {name: [] for name in backends}
+        harness.side_by_side({name: (lambda b=b: step_times(b, program, data))
+                              for name, b in backends.items()}, args.repeats,
+                             check=lambda name, times: runs[name].append(times))
+        for backend in backends.values():
             backend.close()
-    print(f"{'method':>18} {'first 10':>9} {'last 10':>9}   (median s per statement)")
-    for name, runs in times.items():
-        first = statistics.median(t for run in runs for t in run[1:11])
-        last = statistics.median(t for run in runs for t in run[-10:])
-        print(f"{name:>18} {first:>9.3f} {last:>9.3f}")
+    report(f"{'method':>18} {'first 10':>9} {'last 10':>9}   (median s per statement)")
+    rows = []
+    for name, times in runs.items():
+        first = statistics.median(t for run in times for t in run[1:11])
+        last = statistics.median(t for run in times for t in run[-10:])
+        report(f"{name:>18} {first:>9.3f} {last:>9.3f}")
+        rows.append({"method": name, "statements": args.statements, "runs": len(times),
+                     "first10_median_s": f"{first:.4f}", "last10_median_s": f"{last:.4f}"})
+    if args.out:
+        harness.write_csv(args.out, rows, provenance)
 
 
 if __name__ == "__main__":

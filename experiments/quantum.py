@@ -26,7 +26,8 @@ decides whether ``i``/``j`` become relational keys.
     program_text, data = quantum_workload("qft", 5)
     expected = quantum_reference("qft", 5)       # (2, 32) real/imag, from qiskit
 
-    python -m experiments.quantum qft 5      # print program size and check on DuckDB
+    python -m experiments.quantum qft 5 [--plan optimal] [--repeats 3] [--out FILE.csv]
+    # on DuckDB, side by side with dense NumPy, every result checked against qiskit
 """
 from __future__ import annotations
 
@@ -86,17 +87,32 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("circuit", choices=CIRCUITS)
     ap.add_argument("n_qubits", type=int)
     ap.add_argument("--plan", default="optimal")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
     from sparse_einsum.api import run
+
+    from . import harness
+    from .common import Report
+    report, provenance = Report(), harness.Provenance("quantum", argv)
+    report(provenance.header())
     text, data = quantum_workload(args.circuit, args.n_qubits)
     gates = [v for k, v in data.items() if k.startswith("G")]
     density = np.mean([np.count_nonzero(g) / g.size for g in gates])
-    print(f"{args.circuit} on {args.n_qubits} qubits: {len(gates)} layers, "
-          f"mean gate density {density:.4f}")
-    out = run(text, data, plan=args.plan)[output_name(data)]
-    err = np.abs(out - quantum_reference(args.circuit, args.n_qubits)).max()
-    print(f"max |SQL - qiskit| = {err:.2e}")
-    return 0 if err < 1e-9 else 1
+    report(f"{args.circuit} on {args.n_qubits} qubits: {len(gates)} layers, "
+           f"mean gate density {density:.4f}")
+    expected, errors = quantum_reference(args.circuit, args.n_qubits), []
+    sql = f"se.run, plan {args.plan}"
+    timings = harness.side_by_side(
+        {"numpy dense": lambda: numpy_simulate(data),
+         sql: lambda: run(text, data, plan=args.plan)[output_name(data)]},
+        args.repeats, check=lambda name, out: errors.append(np.abs(out - expected).max()))
+    report.timings(f"{args.circuit}, {args.n_qubits} qubits", timings, "numpy dense",
+                   circuit=args.circuit, qubits=args.n_qubits)
+    report(f"max |result - qiskit| = {max(errors):.2e}")
+    if args.out:
+        harness.write_csv(args.out, report.rows, provenance)
+    return 0 if max(errors) < 1e-9 else 1
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from .prepared import Prepared
 from .program.model import Program
 from .program.semirings import Semiring, semiring
 from .program.subscripts import Subscripts, parse_subscripts, sublist_subscripts
-from .session import Session
+from .session import Session, SessionOptions
 
 DEFAULT_PLAN = "optimal"
 
@@ -134,8 +134,8 @@ def _parse_einsum(args: tuple, dtype: object, casting: str,
 
 def _einsum_session(call: _EinsumCall, backend: object, options: dict) -> Session:
     return Session(call.subscripts.program(call.semiring), call.data, backend=backend,
-                   label_names=call.subscripts.label_names(),
-                   output_dtypes={"OUT": call.dtype}, **options)
+                   options=SessionOptions(label_names=call.subscripts.label_names(),
+                                          output_dtypes={"OUT": call.dtype}), **options)
 
 
 def _squeeze(value: object, axes: tuple[int, ...], zero: float = 0.0) -> object:

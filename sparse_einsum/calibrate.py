@@ -46,6 +46,7 @@ from .plan import Plan
 from .session import Session
 from .sql.native import NativeDialect
 from .sql.steps import StepBuilder, TableRelation
+from .sql.templates import render
 from .tiling import promotion
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
@@ -204,7 +205,7 @@ def _statement_seconds(db, create: str, inputs: dict[TableRelation, Blocks], rep
             start = time.perf_counter()
             db.execute(create)
             times.append(time.perf_counter() - start)
-            db.execute("DROP TABLE se_cal_out")
+            db.execute(render("common/drop_table", db.dialect.quote, table="se_cal_out"))
     finally:
         for rel in inputs:
             db.drop(rel)

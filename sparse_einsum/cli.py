@@ -491,14 +491,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     _add_backend(sub)
 
-    sub = command("compile", "Compile a program to one SQL job for PostgreSQL or DuckDB",
+    sub = command("compile", "Compile a program to one SQL job for PostgreSQL, DuckDB or Spark",
                   f"{PROG} compile examples/gcn.se --dialect postgres --data examples/gcn_data "
                   "-o gcn.sql", cmd_compile)
     sub.add_argument("program", metavar="PROGRAM.se", help="the EinSum program")
     sub.add_argument("--dialect", choices=tuple(JOBS), required=True,
                      help="SQL dialect to write: duckdb jobs load the sparse_einsum DuckDB "
                           "extension (run them with duckdb -unsigned); duckdb-builtin jobs "
-                          "need none but hold at most 4096 values per tuple")
+                          "need none but hold at most 4096 values per tuple; spark jobs run "
+                          "with spark-sql and the kernel jar")
     sub.add_argument("-o", "--output", metavar="FILE", required=True,
                      help="SQL file to write ('-' for stdout)")
     sub.add_argument("--data", metavar="DIR",
@@ -517,8 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="DuckDB file to read shapes and statistics of the input tables from "
                             "(--dialect duckdb); without either, bounds must be declared")
     sub.add_argument("--extension", metavar="PATH",
-                     help="where the job loads the DuckDB extension from (default: the one "
-                          "built on this machine, see build-extension)")
+                     help="where the job loads its kernels from: the DuckDB extension, or the "
+                          "Spark kernel jar (default: the one built on this machine, see "
+                          "build-extension)")
 
     sub = command("calibrate", "Measure the cost model's constants on a database (each way it "
                                "runs kernels: DuckDB with and without its extension)",

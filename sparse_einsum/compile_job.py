@@ -1,14 +1,19 @@
-"""Compile a program into one SQL job script, for psql (PostgreSQL) or the duckdb shell.
+"""Compile a program into one SQL job script, for psql (PostgreSQL), the duckdb shell or
+spark-sql (Spark).
 
 The job reads its inputs from the tables named in ``from`` clauses (or from data embedded
-as INSERTs), computes every intermediate as a TEMP table, and writes each output as a
-table named after it: one column per label plus ``val``, one row per non-zero. It runs
-in one transaction, so a failure leaves earlier results untouched.
+in the job), computes every intermediate as a TEMP table (in Spark a cached temporary
+view), and writes each output as a table named after it: one column per label plus
+``val``, one row per non-zero. It runs in one transaction, so a failure leaves earlier
+results untouched (Spark, without transactions, writes staged tables and renames them at
+the end).
 
 Kernels: a PostgreSQL job calls the sparse_einsum_kernels extension; a DuckDB job
 (dialect ``duckdb``) LOADs the sparse_einsum DuckDB extension from the path built here
 (or the one given as `extension`), so the shell must run with ``-unsigned``; dialect
-``duckdb-builtin`` needs no extension but holds at most LIST_LIMIT values per tuple.
+``duckdb-builtin`` needs no extension but holds at most LIST_LIMIT values per tuple; a
+Spark job calls the kernel jar's function catalog, which spark-sql is given with
+``--jars`` and ``--conf`` (the header says how).
 """
 from __future__ import annotations
 
@@ -19,7 +24,6 @@ from typing import Sequence
 
 import numpy as np
 
-from .backends import duckdb_extension
 from .backends.jobs import JOB_OPTIONS, JOBS, JobDialect
 from .blocks import decompose
 from .errors import DataError, PlanError, ProgramError, SparseEinsumError
@@ -27,13 +31,13 @@ from .inputs import FILE_FORMATS
 from .plan import Plan
 from .program.model import InputDecl, Program
 from .program.parser import load_program
-from .session import ASSUMED_PER_INDEX, Session
+from .session import ASSUMED_PER_INDEX, Session, SessionOptions
 from .sql.compiler import Combined
 from .sql.dialect import Dialect
 from .sql.duckdb import file_scan
 from .sql.pretty import pretty
-from .sql.sources import checked_import_sql, checked_table_sql
-from .sql.steps import TableRelation
+from .sql.sources import checked_import_sql, checked_table_sql, checked_view_sql
+from .sql.steps import TableRelation, key_column
 from .sql.templates import SQL, render
 from .tiling import Tiling
 
@@ -62,14 +66,15 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
     data = dict(data or {})
     job = _job(dialect, dsn=dsn, database=database, extension=extension)
     job_dialect = job.dialect()
-    _check_names(program, dialect, job_dialect.engine == "duckdb")
+    _check_names(program, dialect, job.fold_case)
     for name, decl in program.inputs.items():
         if decl.source is None and name not in data:
             raise ProgramError(f"input {name} is not bound to a table: a compiled job reads its "
                                f"inputs from tables, so bind it with `input {name}[...] from "
                                f"TABLE(key columns, value column)` (or give its data to embed it)")
-    with Session(program, data, dialect=job_dialect, inputs_in_tables=True, prefix=PREFIX,
-                 in_place=in_place, **_statistics_backend(dsn, database)) as session:
+    with Session(program, data, dialect=job_dialect, prefix=PREFIX,
+                 options=SessionOptions(in_place=dict(in_place or {}), job=True),
+                 **_statistics_backend(dsn, database)) as session:
         chosen = session.plan(plan)
         try:
             compiled = session.compile(chosen, temporary=True, relational_outputs=True,
@@ -77,16 +82,16 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         except PlanError as exc:
             raise PlanError(f"plan {chosen.name or plan!r} cannot be compiled for {dialect}: {exc} "
                             "(the optimizer's plans always fit: use --plan optimal)") from None
-        stored = {name: rel for name, rel in session.table_inputs().items()
-                  if name not in session.in_place}
+        stored = {name: rel for name, rel in session.tables.items()
+                  if name not in session.options.in_place}
         where = ("measured at compile time in the PostgreSQL database" if dsn else
                  f"measured at compile time in {database}" if database else
                  f"assumed (no database given): each table holds min(size, "
                  f"{ASSUMED_PER_INDEX} x longest axis) non-zeros spread uniformly, every index used")
         q = job_dialect.q
-        load = _extension_file(extension) if job.extension else None
+        kernels = _kernels_file(job, dialect, extension) if job.kernels else None
         out = [f"{sql};" for sql in before] + ([""] if before else [])
-        out += ["-- inputs (keys outside the compiled shape fail a CHECK)"]
+        out += ["-- inputs (keys outside the compiled shape fail the job)"]
         for name, rel in stored.items():
             decl = program.inputs[name]
             if name in data:
@@ -100,16 +105,20 @@ def compile_job(program: Program | str | Path, *, dialect: str, data: dict | Non
         for name, rel in compiled.outputs.items():
             cols = ", ".join([f"{q(c)} AS {q(rel.labels[a])}" for c, a in zip(rel.columns, rel.keyed)]
                              + ["val"])
-            out.append(render("common/job_output", job_dialect.quote, output=name,
+            out.append(render(job.output, job_dialect.quote, output=job.written(name, PREFIX),
                               columns=SQL(cols), table=rel.table))
         out += ["", "-- intermediates"]
-        out += [render("common/job_drop", job_dialect.quote, table=t) + ";" for t in
+        out += [render(job.drop, job_dialect.quote, table=t) + ";" for t in reversed(
                 dict.fromkeys([r.table for r in stored.values()] +
                               [s.target.table for s in compiled.steps
-                               if s.target.table not in compiled.combined])]
+                               if s.target.table not in compiled.combined]))]
+        if job.publish:
+            out += ["", "-- outputs replace the old ones"] + [
+                render(job.publish, job_dialect.quote, output=name,
+                       staged=job.written(name, PREFIX)) for name in compiled.outputs]
         out += ([""] if after else []) + [f"{sql};" for sql in after]
-        header = _header(program, chosen, session.dag, job, where, session.table_inputs(), load)
-    return "\n".join(header) + "\n" + job.wrap("\n".join(out), load) + "\n"
+        header = _header(program, chosen, session.dag, job, where, session.tables, kernels)
+    return "\n".join(header) + "\n" + job.wrap("\n".join(out), kernels) + "\n"
 
 
 def _job(name: str, **options: str | None) -> JobDialect:
@@ -125,16 +134,17 @@ def _job(name: str, **options: str | None) -> JobDialect:
     return job
 
 
-def _extension_file(given: str | None) -> str:
-    """Where the job LOADs the DuckDB extension from: `given`, or the build on this machine."""
+def _kernels_file(job: JobDialect, name: str, given: str | None) -> str:
+    """Where the job loads its kernels from (the DuckDB extension, the Spark jar): `given`,
+    or the build on this machine."""
     if given:
         return given
     try:
-        return str(duckdb_extension.extension_path())
+        return str(job.kernels())
     except SparseEinsumError as exc:
-        raise PlanError(f"a duckdb job loads the sparse_einsum DuckDB extension, which is not "
-                        f"available here ({exc}): give its path with --extension, or compile "
-                        "with --dialect duckdb-builtin (no extension, small arrays only)") from None
+        raise PlanError(f"a {name} job needs the sparse_einsum kernels, which are not available "
+                        f"here ({exc}): give their path with --extension{job.without_kernels}"
+                        ) from None
 
 
 def _statistics_backend(dsn: str | None, database: str | None) -> dict:
@@ -149,14 +159,19 @@ def _statistics_backend(dsn: str | None, database: str | None) -> dict:
 
 
 def _source_sql(decl: InputDecl, d: Dialect) -> str:
-    """The FROM item a job reads an input's table (or, in DuckDB, its file) from."""
+    """The FROM item a job reads an input's table (or, in DuckDB, its file; in Spark, its
+    Parquet file) from."""
     src = decl.source
     if not src.file:
         return d.q(src.table)
-    if d.engine != "duckdb":
-        raise ProgramError(f"input {decl.name} is read from the file {src.table!r}: a PostgreSQL "
-                           "job reads its inputs from tables; load the file into a table")
-    return file_scan(src.table, FILE_FORMATS.get(Path(src.table).suffix.lower(), "csv"))
+    file_format = FILE_FORMATS.get(Path(src.table).suffix.lower(), "csv")
+    if d.engine == "duckdb":
+        return file_scan(src.table, file_format)
+    if d.engine == "spark" and file_format == "parquet":
+        return f"parquet.{d.q(src.table)}"
+    raise ProgramError(f"input {decl.name} is read from the file {src.table!r}: a {d.engine} "
+                       "job reads its inputs from tables (Spark: also Parquet files); load "
+                       "the file into a table")
 
 
 def _check_names(program: Program, dialect: str, fold_case: bool) -> None:
@@ -183,11 +198,11 @@ def _check_names(program: Program, dialect: str, fold_case: bool) -> None:
         seen.add(key)
 
 
-def _number(x: float) -> str:
+def _number(x: float, d: Dialect) -> str:
     """An exact double literal: exponent notation (DuckDB reads plain decimals as DECIMAL
     and rounds them twice on the way to DOUBLE)."""
     if not math.isfinite(x):
-        return f"CAST('{'nan' if math.isnan(x) else ('inf' if x > 0 else '-inf')}' AS DOUBLE PRECISION)"
+        return f"CAST('{'nan' if math.isnan(x) else ('inf' if x > 0 else '-inf')}' AS {d.double_sql})"
     text = repr(float(x))
     return text if "e" in text else text + "e0"
 
@@ -199,8 +214,14 @@ def _embed_sql(decl: InputDecl, rel: TableRelation, value, d: Dialect) -> list[s
                         f"{EMBED_LIMIT} a job embeds: load it into a table and bind it with "
                         f"`input {decl.name}[...] from TABLE(...)`")
     keys = np.stack(blocks.keys, axis=1) if blocks.keys else np.zeros((len(blocks), 0), int)
-    rows = [f"({''.join(f'{int(k)}, ' for k in ks)}{_number(v)})"
+    rows = [f"({''.join(f'{int(k)}, ' for k in ks)}{_number(v, d)})"
             for ks, v in zip(keys.tolist(), np.asarray(blocks.values, dtype=float).tolist())]
+    if not d.constraints:        # one cached view of the values, keys checked as it is read
+        columns = [key_column(l, a) for a, l in enumerate(decl.labels)] + ["val"]
+        values = ", ".join(rows) or f"({', '.join(['0'] * len(decl.labels) + ['0.0'])})"
+        select = (f"SELECT * FROM VALUES {values} AS v({', '.join(map(d.q, columns))})"
+                  + ("" if rows else " WHERE FALSE"))
+        return [checked_view_sql(decl, rel.table, rel.shape, select, d)]
     sql = [checked_table_sql(rel.table, decl, rel.shape, d)]
     for start in range(0, len(rows), ROWS_PER_INSERT):
         sql.append(render("common/insert_values", d.quote, table=rel.table,
@@ -236,6 +257,5 @@ def _header(program: Program, plan: Plan, dag, job: JobDialect, where: str,
                                              for o in program.outputs)
               + ", one row per non-zero; replaced on every run"]
     lines += [line.format(extension=extension) for line in job.run]
-    lines.append("One transaction: on any error nothing is changed; intermediates are TEMP "
-                 "tables, dropped at the end.")
+    lines.append(job.atomic)
     return [f"-- {_comment(line)}" if line.strip() else "--" for line in lines] + [""]

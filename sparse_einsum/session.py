@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from functools import cached_property
 from math import prod
 from pathlib import Path
@@ -66,6 +67,17 @@ LONG_PROGRAM = 2000        # statements from which the stages report their progr
 ASSUMED_PER_INDEX = 16     # without a database: non-zeros per index of a table's longest axis
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """What one caller each sets, apart from the keywords every caller may use."""
+    label_names: dict[str, str] = field(default_factory=dict)   # einsum: its labels' names
+    output_dtypes: dict[str, np.dtype] | None = None            # einsum: its result's dtype
+    # inputs whose tables hold their relations already, tiled as given, read in place
+    in_place: dict[str, Tiling] = field(default_factory=dict)
+    job: bool = False           # compile_job: every input is read from the job's tables
+    scoped: bool = True         # False: the caller runs the transactions (training)
+
+
 class Session:
     """A program bound to its inputs on one backend (or, to compile jobs, on none).
 
@@ -73,45 +85,42 @@ class Session:
     prices lowest with the inputs' statistics (`paths="cost"`, `optimizer.order`; a
     product read once by another is fused into it first, `program.fuse`) or along
     opt_einsum's dense path with every statement as written (`paths="opt_einsum"`).
-    With `reuse`, plans come from earlier sessions where they fit (module docstring)."""
+    With `reuse`, plans come from earlier sessions where they fit (module docstring).
+    What only einsum, training or compile_job sets is in `options` (`SessionOptions`)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
-                 label_names: dict[str, str] | None = None, inputs_in_tables: bool = False,
-                 prefix: str | None = None, output_dtypes: dict[str, np.dtype] | None = None,
-                 progress: Callable[[str], None] | None = None, paths: str = "cost",
-                 in_place: dict[str, Tiling] | None = None, scoped: bool = True,
-                 reuse: bool = False, **backend_options):
+                 prefix: str | None = None, progress: Callable[[str], None] | None = None,
+                 paths: str = "cost", reuse: bool = False,
+                 options: SessionOptions | None = None, **backend_options):
         start = time.perf_counter()
         self.progress = progress       # stage lines for long programs (run() adds step lines)
         self.program = load_program(program)
         base_dir = Path(self.program.source).parent if self.program.source else None
         self.bound = bind_inputs(self.program, data, base_dir)     # as given (complex joined)
-        self.values = plan_values(self.program, self.bound, output_dtypes)
+        self.options = options = options or SessionOptions()
+        self.values = plan_values(self.program, self.bound, options.output_dtypes)
         self.inputs = self.values.inputs
         self.backend: Backend | None = None
         self._owns_backend = False
         self._scope: ContextManager | None = None
-        # inputs whose tables hold their relations already, tiled as given, read in place
-        self.in_place = dict(in_place or {})
-        self.scoped = scoped          # False: the caller runs transactions (training)
         if backend is not None:
             self.backend, self._owns_backend = open_backend(backend, shared=True,
                                                             **backend_options)
-            if scoped:
+            if options.scoped:
                 self._scope = self.backend.scope()     # every table the session makes lives in it
                 self._scope.__enter__()
         if dialect is None and self.backend is None:
             raise PlanError("a session without a backend needs a dialect to compile for")
         self.dialect = dialect or self.backend.dialect
         self.params, self.memory_cap = params, memory_cap
-        self.label_names = dict(label_names or {})
-        self.inputs_in_tables = inputs_in_tables
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"   # of every table it makes
-        self.stored: dict[str, TableRelation] = {}     # relational inputs imported
-        self.table_relations: dict[str, TableRelation] = {}   # read in place
+        # the inputs read from tables: those it imported, then those read in place (for a
+        # job: every input, from the job's tables)
+        self.tables: dict[str, TableRelation] = {}
+        self._imported: list[TableRelation] = []      # dropped when it closes
         self._input_stats: dict[str, TensorStats] = {}
         self._context: OptimizerContext | None = None
         self._paths: SparsePaths | None = None
@@ -140,6 +149,8 @@ class Session:
                     self._planned = Planned(self.dag, self.fused, summaries,
                                             self.values.integral)
                     PLANS.put(key, self._planned)
+            if options.job:
+                self.tables = self._job_tables()
         except BaseException as exc:
             self.close(exc)
             raise
@@ -162,45 +173,49 @@ class Session:
                 tuple((name, inp.shape, input_dtype(inp)) for name, inp in self.inputs.items()),
                 tuple(self.values.dtypes.items()), self._params(),
                 tuple(sorted(self._model_options().items())),
-                tuple(sorted(self.label_names.items())), tuple(sorted(self.in_place.items())),
-                self.scoped)
+                tuple(sorted(self.options.label_names.items())),
+                tuple(sorted(self.options.in_place.items())), self.options.scoped)
 
     def _choose_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                     const: float) -> ContractionPath:
+                     const: float, op: str = "mul", agg: str = "sum") -> ContractionPath:
         """The contraction path of a product of three or more tensors, chosen by the cost
         model with the inputs' statistics (its time is `timings["order_seconds"]`)."""
         if self._paths is None:
-            stored = {name: rel.tiling for name, rel in self.stored.items()}
-            if self.inputs_in_tables:
+            stored = {name: rel.tiling for name, rel in self.tables.items()
+                      if name not in self.options.in_place}
+            if self.options.job:
                 stored = {name: (1,) * len(labels) for name, labels in dag.inputs.items()}
             self._paths = SparsePaths(self.stats(), self._params(), self._model_options(),
                                       stored)
         start = time.perf_counter()
-        path = self._paths(dag, operands, target, const)
+        path = self._paths(dag, operands, target, const, op, agg)
         self.timings["order_seconds"] += time.perf_counter() - start
         return path
 
     # -- inputs and statistics -------------------------------------------------
     def _import_inputs(self) -> dict[str, tuple[int, ...]]:
         """Shapes of the inputs; relational ones are imported (or assumed without a backend)."""
-        shapes = {}
+        shapes, imported, in_place = {}, {}, {}
         for n, (name, inp) in enumerate(self.inputs.items()):
             if isinstance(inp, ArrayInput):
                 shapes[name] = inp.shape
-            elif name in self.in_place:
+            elif name in self.options.in_place:
                 shapes[name] = _declared_shape(inp)
-                rel = TableRelation(inp.location, name, shapes[name], self.in_place[name],
-                                    inp.decl.labels)
+                rel = TableRelation(inp.location, name, shapes[name],
+                                    self.options.in_place[name], inp.decl.labels)
                 self._input_stats[name] = self._table_stats(rel)
-                self.table_relations[name] = rel
+                in_place[name] = rel
             elif self.backend is not None:
                 rel, stats = self.backend.import_source(
-                    inp, f"{self.prefix}_in{n}", temporary=self.inputs_in_tables or not self.scoped)
-                self.stored[name], self._input_stats[name] = rel, stats
+                    inp, f"{self.prefix}_in{n}",
+                    temporary=self.options.job or not self.options.scoped)
+                imported[name], self._input_stats[name] = rel, stats
+                self._imported.append(rel)
                 shapes[name] = rel.shape
             else:
                 shapes[name] = _declared_shape(inp)
                 self._input_stats[name] = _assumed_stats(shapes[name])
+        self.tables = {**imported, **in_place}
         return shapes
 
     def _table_stats(self, rel: TableRelation) -> TensorStats:
@@ -255,8 +270,8 @@ class Session:
                 self._context = OptimizerContext.build(
                     self.dag, self.stats(), self._params(), **self._model_options(),
                     scalars_only=self.exact_integers,
-                    stored={name: rel.tiling for name, rel in self.table_inputs().items()},
-                    label_names=self.label_names)
+                    stored={name: rel.tiling for name, rel in self.tables.items()},
+                    label_names=self.options.label_names)
             if self._planned is not None:
                 self._planned.context = self._context
         return self._context
@@ -329,11 +344,11 @@ class Session:
         return plan if isinstance(plan, Plan) else self.plans(plan, 1)[0]
 
     # -- SQL and execution --------------------------------------------------------
-    def table_inputs(self) -> dict[str, TableRelation]:
-        """Inputs read from tables: the imported ones, or every input for a compiled job."""
-        if not self.inputs_in_tables:
-            return {**self.stored, **self.table_relations}
-        return {name: self.table_relations.get(name) or TableRelation(
+    def _job_tables(self) -> dict[str, TableRelation]:
+        """Every input of a compiled job, in the job's tables (all labels promoted) or read
+        in place."""
+        in_place = {name: rel for name, rel in self.tables.items() if name in self.options.in_place}
+        return {name: in_place.get(name) or TableRelation(
                     f"{self.prefix}_in{n}", name, self.dag.shapes[name], (1,) * len(labels),
                     labels)
                 for n, (name, labels) in enumerate(self.dag.inputs.items())}
@@ -362,7 +377,7 @@ class Session:
         with self._stage(f"compiling {len(self.dag.vertices)} vertices"):
             return compile_plan(self.dag, chosen, self.dialect.variant(integers=exact),
                                 prefix=f"{self.prefix}_{self._compiled}",
-                                stored=self.table_inputs(), temporary=temporary,
+                                stored=self.tables, temporary=temporary,
                                 relational_outputs=relational_outputs, combined=combined,
                                 nonfinite=frozenset(t for t, s in ctx.stats.items()
                                                     if not s.finite))
@@ -494,9 +509,9 @@ class Session:
         if self.backend is None:
             return
         try:
-            for rel in self.stored.values():
+            for rel in self._imported:
                 self.backend.drop(rel)
-            self.stored = {}
+            self._imported = []
         finally:
             scope, self._scope = self._scope, None
             try:

@@ -23,7 +23,7 @@ from .backends import backend_class, open_backend
 from .backends.jobs import JOBS
 from .blocks import Blocks, compose
 from .compile_job import compile_job
-from .errors import DataError, ProgramError
+from .errors import DataError, PlanError, ProgramError
 from .executor import Execution, execute
 from .inputs import ArrayInput, bind_inputs
 from .plan import Plan
@@ -33,7 +33,7 @@ from .program.losses import add_loss, parse_loss
 from .program.model import InputDecl, Program, Statement, TableSource
 from .program.parser import load_program
 from .program.validate import infer_bounds
-from .session import Session
+from .session import Session, SessionOptions
 from .sql.compiler import Combined, combined_query
 from .sql.dialect import Dialect
 from .sql.steps import TableRelation, key_column
@@ -320,7 +320,8 @@ class Trainer:
         try:
             self._create_tables(resume)
             self.session = Session(self.job.program, self.job.data, backend=self.backend,
-                                   in_place=self.job.in_place(), scoped=False,
+                                   options=SessionOptions(in_place=self.job.in_place(),
+                                                          scoped=False),
                                    memory_cap=memory_cap, progress=progress)
             self.plan = self.session.plan(plan)
             self.compiled = self.session.compile(self.plan, combined=self.job.combined())
@@ -528,9 +529,13 @@ def compile_training_job(program: Program | str | Path, data: dict[str, object],
     counts the step with the statements `Trainer` runs (`replacement_sql`), all in one
     transaction. The tables must exist: a `train` run with ``epochs=0`` (on the same
     database) creates them."""
+    target = JOBS.get(dialect)        # an unknown one: compile_job says which there are
+    if target is not None and not target.trains:
+        raise PlanError(f"training jobs replace the parameter tables in one transaction, which "
+                        f"{dialect} jobs cannot: compile --train for "
+                        f"{', '.join(n for n, j in JOBS.items() if j.trains)}")
     job = training_program(program, data, loss=loss, params=params, optimizer=optimizer,
                            tables=tables, **options)
-    target = JOBS.get(dialect)        # an unknown one: compile_job says which there are
     after = replacement_sql(job, target.dialect()) if target else []
     return compile_job(job.program, dialect=dialect, data=job.data, plan=plan, dsn=dsn,
                        database=database, after=after, in_place=job.in_place(),

@@ -126,4 +126,4 @@ def _to_dtype(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind in "iu" and value.dtype.kind == "f":
         value = np.rint(value).astype(np.int64)
     with np.errstate(all="ignore"):
-        return value.astype(dtype)
+        return value.astype(dtype, copy=False)

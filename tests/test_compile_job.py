@@ -377,3 +377,71 @@ def test_postgres_job_needs_the_kernels(tmp_path, pg, pg_dsn, psql):
         assert "sparse-einsum install-kernels" in failed.stderr
     finally:
         pg.execute("DROP DATABASE IF EXISTS cj_no_kernels")
+
+
+# -- Spark: spark-sql -------------------------------------------------------------------
+SPARK_SQL_CONF = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
+                  "spark.sql.adaptive.enabled": "false",
+                  "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+
+
+@pytest.fixture(scope="module")
+def spark_sql() -> str:
+    """pyspark's spark-sql script (a JVM starts per call: 30-60 s)."""
+    try:
+        import pyspark
+    except ImportError:
+        pytest.skip("no pyspark: pip install sparse-einsum[spark]")
+    script = Path(pyspark.__file__).parent / "bin" / "spark-sql"
+    if not (script.is_file() and shutil.which("java")):
+        pytest.skip("spark-sql needs pyspark's scripts and Java")
+    return str(script)
+
+
+def test_spark_job_matches_run(tmp_path, spark_sql):
+    """Jobs run by spark-sql, in one launch: the GCN with the JVM kernels (dense plan) and
+    under a random plan, the non-annihilating program; then data with a key outside the
+    compiled bound fails the job, naming the input and label, and leaves the outputs."""
+    tables = {k.replace(" ", "_"): v for k, v in make_tables().items()}  # Spark: no spaces
+    gcn = GCN.replace('"cj weights"', "cj_weights")
+    setup = [f"CREATE TABLE `{name}` USING parquet AS SELECT * FROM VALUES "
+             + ", ".join(f"({', '.join(map(_spark_literal, row))})" for row in rows)
+             + f" AS v({', '.join(f'`{c}`' for c in cols)});"
+             for name, (cols, rows) in tables.items()]
+    random_gcn = gcn.replace("Z", "Zr")
+    jobs = [compile_job(gcn, dialect="spark", plan="dense"),
+            compile_job(random_gcn, dialect="spark", plan="random:2"),
+            compile_job(NON_ANNIHILATING, dialect="spark")]
+    jar = re.search(r"--jars (\S+)", jobs[0]).group(1)
+    script = tmp_path / "all.sql"
+    script.write_text("\n".join(setup + jobs + [f"INSERT INTO cj_edges VALUES ({N}, 0, 1.0);",
+                                                 jobs[0], "SELECT 'not reached';"]))
+    conf = [x for k, v in SPARK_SQL_CONF.items() for x in ("--conf", f"{k}={v}")]
+    done = subprocess.run([spark_sql, "--jars", jar, "--conf",
+                           "spark.sql.catalog.sparse_einsum=sparseeinsum.spark.KernelCatalog",
+                           *conf, "-f", str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode != 0 and "not reached" not in done.stdout, done.stderr[-3000:]
+    assert f"input A: key i outside 0..{N - 1}" in done.stderr, done.stderr[-3000:]
+    warehouse = tmp_path / "spark-warehouse"
+    assert not list(warehouse.glob("se_job*")), "staged outputs left behind"
+    import pyarrow.parquet as pq
+    want = {**expected(gcn, tables), **expected(random_gcn, tables),
+            **expected(NON_ANNIHILATING, tables)}
+    for name, value in want.items():
+        rows = pq.read_table(warehouse / name.lower()).to_pylist()
+        got = dense_result([tuple(r.values()) for r in rows], np.shape(value))
+        np.testing.assert_allclose(got, value, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def _spark_literal(x: int | float) -> str:
+    """Spark reads 0.5 as a DECIMAL: doubles in exponent notation."""
+    return repr(x) if isinstance(x, int) or "e" in repr(x) else f"{x!r}e0"
+
+
+def test_spark_jobs_do_not_train():
+    from sparse_einsum.training import compile_training_job
+    with pytest.raises(PlanError, match="^training jobs replace the parameter tables in one "
+                                        "transaction, which spark jobs cannot: compile --train "
+                                        "for postgres, duckdb, duckdb-builtin$"):
+        compile_training_job(GCN, {}, dialect="spark", loss="softmax_ce", params=["W1"])

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
 from sparse_einsum.errors import PlanError
-from sparse_einsum.optimizer.order import ENUMERATE, all_paths
+from sparse_einsum.optimizer.order import ENUMERATE, ProductKind, all_paths
 from sparse_einsum.optimizer.context import OptimizerContext
 from sparse_einsum.optimizer.search import brute_force
 from sparse_einsum.program.dag import Dag, Operand
@@ -109,8 +109,36 @@ def test_order_and_decompositions_equal_brute_force(subscripts, sparse):
         assert best == pytest.approx(min(brute), rel=1e-9)
 
 
+@pytest.mark.parametrize("ring,agg", [("min_plus", "min"), ("max_plus", "max")])
+@pytest.mark.parametrize("subscripts,sparse", SMALL_PRODUCTS[:3])
+def test_semiring_orders_equal_brute_force(subscripts, sparse, ring, agg):
+    """The same for min-plus and max-plus products (their sparse operands' absent entries
+    inf or -inf): each path priced as that product, the optimal plan the minimum over
+    (path x decomposition)."""
+    ops = [sp.csr_array(x) if k in sparse else x
+           for k, x in enumerate(_operands(subscripts, sparse))]
+    kind = ProductKind("add", agg)
+    with einsum_session(subscripts, *ops, backend=None, dialect=DuckDBDialect(),
+                        semiring=ring) as session:
+        chooser = session._paths
+        terms, target = subscripts.split("->")
+        operands = [Operand(f"T{k}", tuple(t)) for k, t in enumerate(terms.split(","))]
+        dag = _inputs_only(session.dag)
+        brute = []
+        for path in all_paths(len(operands)):
+            product = chooser.product_dag(dag, operands, path, tuple(target), 1.0, kind)
+            assert {v.op for v in product.vertices} == {"add"}
+            ctx = OptimizerContext.build(product, {t: chooser.stats[t] for t in product.inputs},
+                                         chooser.params, **chooser.options)
+            brute.append(brute_force(ctx.space, 1)[0].total)
+            assert chooser.price(dag, operands, path, tuple(target), 1.0, kind) == \
+                pytest.approx(brute[-1])
+        assert session.plans("optimal")[0].cost == pytest.approx(min(brute), rel=1e-9)
+
+
 def _inputs_only(dag: Dag) -> Dag:
-    return Dag(dag.inputs, {t: dag.shapes[t] for t in dag.inputs}, [])
+    return Dag(dag.inputs, {t: dag.shapes[t] for t in dag.inputs}, [],
+               defaults=dag.input_defaults)
 
 
 def test_trees_are_enumerated_once():

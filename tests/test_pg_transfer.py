@@ -3,6 +3,8 @@ payloads, binary COPY for scalars) against NumPy: values bit for bit, dtypes, sp
 (ragged) payloads, empty relations, exact BIGINT tensors."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,7 +12,7 @@ import scipy.sparse as sp
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
 from sparse_einsum.blocks import compose, decompose
-from sparse_einsum.sql.steps import TableRelation
+from sparse_einsum.sql.steps import Step, TableRelation
 
 PLANS = ["IJ->IJ", "Ij->Ij", "iJ->iJ", "ij->ij", "I/2j->I/2j"]
 
@@ -160,3 +162,80 @@ def test_loads_leave_the_sessions_plan_cache_mode(pg):
         assert pg.query("SHOW plan_cache_mode") == [("force_custom_plan",)]
     finally:
         pg.execute("RESET plan_cache_mode")
+
+
+def _exists(pg, table: str) -> bool:
+    """Whether `table` is stored (on the connection: `pg.query` would store held inputs)."""
+    return pg.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+
+
+@pytest.mark.parametrize("plan,rows,bound", [("ij,jk->ik", False, True),
+                                             ("Ij,jk->Ik", False, False),
+                                             ("ij,jk->ik", True, False)])
+def test_one_tuple_inputs_are_bound_not_stored(pg, plan, rows, bound):
+    """A load of one payload tuple makes no table; a statement that reads only such
+    inputs gets them as parameters (values bit for bit); one that also reads a stored
+    relation (here the rows of x), or generates rows, finds them stored."""
+    x = np.random.default_rng(7).normal(size=(4, 3))
+    x.flat[:2] = [-0.0, 1e-310]
+    y = np.random.default_rng(8).normal(size=(3, 2))
+    with einsum_session("ij,jk->ik", x, y, backend=pg) as session:
+        compiled = session.compile(plan)
+        *loads, step = compiled.steps
+        arrays = session.values.arrays(session.exact_integers)
+        with pg.scope():
+            for load in loads:
+                pg.load(load.target, decompose(arrays[load.target.tensor], load.target.tiling))
+            made = [_exists(pg, load.target.table) for load in loads]
+            got = pg.run_and_fetch(replace(step, generates_rows=rows))
+            then = [_exists(pg, load.target.table) for load in loads]
+            for load in loads:
+                pg.drop(load.target)
+    assert made == [plan == "Ij,jk->Ik", False] and then == [not bound, not bound]
+    assert not pg.bound.relations
+    _same(compose(got, step.target.shape, step.target.tiling), x @ y)
+
+
+def test_bound_input_read_by_several_statements_and_stored_on_demand(pg):
+    """A bound input goes with each statement that reads it, up to BOUND_READS of them;
+    the next one stores it first, as does SQL the backend does not compose (a query:
+    every held input)."""
+    from sparse_einsum.backends.pg_bind import BOUND_READS
+
+    x, w = _special((4, 4), 9), np.random.default_rng(10).normal(size=(4, 4))
+    prog = ("input X[i, j]\ninput W[j, k]\nA[i,k] = X[i,j] * W[j,k]\n"
+            "B[i,k] = A[i,k] * W[i,k]\noutput B")
+    _same(se.run(prog, {"X": x, "W": w}, backend=pg, plan="optimal")["B"], (x @ w) * w)
+    rel = TableRelation("se_test_transfer", "W", w.shape, w.shape, ("i", "j"))
+    other = replace(rel, table="se_test_other")
+    out = TableRelation("se_test_out", "W", w.shape, w.shape, ("i", "j"))
+    read = Step("sql", out, reads=frozenset({rel.table}), query='SELECT * FROM "se_test_transfer"')
+    with pg.scope():
+        pg.load(rel, decompose(w, rel.tiling))
+        for reads in range(1, BOUND_READS + 2):
+            _same(compose(pg.run_and_fetch(read), w.shape, w.shape), w)
+            assert _exists(pg, rel.table) == (reads > BOUND_READS)
+        pg.drop(rel)
+        pg.load(rel, decompose(w, rel.tiling))
+        pg.load(other, decompose(x, rel.tiling))
+        rows = pg.query("SELECT se_raw(val, 16) FROM se_test_transfer")
+        assert _exists(pg, rel.table) and _exists(pg, other.table)
+        pg.drop(rel)
+        pg.drop(other)
+    assert not pg.bound.relations
+    _same(np.frombuffer(rows[0][0], np.float64).reshape(4, 4), w)
+
+
+def test_failed_statement_with_raw_parameters(pg):
+    """An error in a statement with raw parameters is psycopg's error; the session's
+    plan_cache_mode and nonblocking mode are as before, the connection usable."""
+    import psycopg
+
+    from sparse_einsum.backends.pg_copy import execute_raw
+
+    with pytest.raises(psycopg.errors.DivisionByZero), pg.scope():
+        execute_raw(pg.conn, "SELECT length($1) / 0", [np.arange(3.0)])
+    assert pg.conn.pgconn.nonblocking
+    assert pg.query("SHOW plan_cache_mode") == [("auto",)]
+    res = execute_raw(pg.conn, "SELECT length($1)", [np.arange(3.0)], rows=True)
+    assert int.from_bytes(res.get_value(0, 0), "big") == 24

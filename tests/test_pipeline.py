@@ -168,3 +168,21 @@ def test_outputs_read_by_no_later_statement_come_straight_from_their_query(backe
             for name in ("T", "M"):
                 np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, atol=1e-12)
                 assert got[name].dtype == np.float64
+
+
+def test_steps_say_whether_they_generate_rows():
+    """`Step.generates_rows` holds where a statement (with what is streamed into it) makes
+    rows no table holds: PostgreSQL's ranges and explodes, in every plan."""
+    from sparse_einsum.sql.postgres import PostgresDialect
+
+    data = _data()
+    found = set()
+    for text, inputs in ((CHAIN, data), (SHARED, {k: data[k] for k in ("A", "X")})):
+        with Session(text, inputs, backend=None, dialect=PostgresDialect(),
+                     paths="opt_einsum") as session:
+            for plan in PLANS:
+                for step in session.compile(plan).steps:
+                    ranges = "generate_series(" in step.sql or "unnest(" in step.sql
+                    assert step.generates_rows == ranges, (plan, step.label)
+                    found.add(ranges)
+    assert found == {True, False}

@@ -183,6 +183,44 @@ def test_a_product_read_once_by_a_product_is_ordered_with_it(duck):
     np.testing.assert_allclose(got, data["A"] @ data["X"] @ data["W"], rtol=1e-9, atol=1e-12)
 
 
+MIN_PLUS_CHAIN = """
+    input A[i,j] default {zero}
+    input B[j,k] default {zero}
+    input c[k]
+    T[i,k] = {agg}(A[i,j] + B[j,k])
+    Y[i] = {agg}(T[i,k] + c[k])
+    output Y
+    """
+
+
+@pytest.mark.parametrize("agg", ["min", "max"])
+def test_a_min_plus_product_read_once_is_ordered_with_its_reader(agg, duck):
+    """The aggregate pushed past the product (FAQ): T is fused into Y, which contracts B
+    with the vector c first, not the two matrices; the NumPy min-plus (max-plus) values."""
+    zero = np.inf if agg == "min" else -np.inf
+    A, B = (sp.random(50, 50, density=0.1, random_state=s, format="csr") for s in (4, 5))
+    c = rng.normal(size=50)
+    full = [np.where(m.toarray() != 0, m.toarray(), zero) for m in (A, B)]
+    reduce = np.min if agg == "min" else np.max
+    expected = reduce(reduce(full[0][:, :, None] + full[1][None], axis=1) + c, axis=1)
+    program = MIN_PLUS_CHAIN.format(agg=agg, zero="inf" if agg == "min" else "-inf")
+    with Session(program, dict(A=A, B=B, c=c), backend=duck) as session:
+        assert session.explain(top=1)["fused"] == [{"statement": "T", "into": "Y"}]
+        first = session.dag.vertices[0]
+        assert {o.tensor for o in first.operands} == {"B", "c"}, session.dag.vertices
+        got = session.run().outputs["Y"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_min_plus_product_is_not_fused_into_a_max():
+    """min and max do not distribute over each other: the statements stay apart."""
+    program = MIN_PLUS_CHAIN.format(agg="min", zero="inf").replace("Y[i] = min", "Y[i] = max")
+    A = sp.random(20, 20, density=0.2, random_state=6, format="csr")
+    with Session(program, dict(A=A, B=A, c=rng.normal(size=20))) as session:
+        assert session.explain(top=1)["fused"] == []
+
+
 SHARED_PRODUCT = """
     input A[i,j]
     input X[j,f]

@@ -9,7 +9,7 @@ from sparse_einsum.sql.templates import SQL, SQL_TEMPLATES, literal, render, tem
 
 # the sqlglot dialects of each engine directory (common: every engine)
 ENGINES = {"common": ("duckdb", "postgres", "spark"), "duckdb": ("duckdb",),
-           "postgres": ("postgres",)}
+           "postgres": ("postgres",), "spark": ("spark",)}
 QUOTES = {"duckdb": '"', "postgres": '"', "spark": "`"}
 # a value for each hole of kind sql, by the hole's name
 SQL_SAMPLES = {
@@ -21,7 +21,7 @@ SQL_SAMPLES = {
     "keys": SQL("k, "), "value": SQL("v"), "source": SQL("src"), "not_null": SQL("k IS NOT NULL"),
     "group_by": SQL(" GROUP BY 1"), "bounds": SQL("min(k), max(k)"),
     "query": SQL("SELECT 1 AS val"), "rows": SQL("(0, 1.0e0),\n  (1, 2.0e0)"),
-    "columns": SQL("k AS i, val"),
+    "columns": SQL("k AS i, val"), "setting": literal("memory_limit"),
 }
 NAMES = sorted(str(p.relative_to(SQL_TEMPLATES).with_suffix(""))
                for p in SQL_TEMPLATES.rglob("*.sql"))

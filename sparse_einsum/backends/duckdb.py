@@ -9,40 +9,29 @@ import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
-from duckdb import sqltypes
 
 from ..blocks import Blocks
 from ..errors import BackendError
 from ..inputs import SourceInput
-from ..kernels.arrow_kernels import (aggregate_function, kernel_function, sparsify_function,
-                                     split_function, stack_function)
 from ..memory import parse_size
 from ..sql.dialect import Dialect
 from ..sql.duckdb import DuckDBDialect, DuckDBNativeDialect, file_scan
 from ..sql.pipeline import statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
-from . import blas, duckdb_extension
+from ..sql.templates import SQL, literal, render
+from . import blas, duckdb_extension, udfs
 from .base import Backend, arrow_relation, relation_blocks
 
-_LIST = sqltypes.DuckDBPyType(list[float])
 # database files this package creates are readable by DuckDB from this version on (the
 # duckdb shell on PyPI, duckdb-cli, is at 1.5 while the Python package is at 2.0)
 STORAGE_VERSION = "v1.5.0"
 # rows per Arrow batch of a loaded input (DuckDB scans batches in parallel)
 LOAD_BATCH_ROWS = 16384
 _SPILL_FILE = re.compile(r"^duckdb_temp_([0-9]+)_")
-
-
-def _literal(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _type(is_list: bool):
-    return _LIST if is_list else sqltypes.DOUBLE
 
 
 def connect(database: str, read_only: bool = False, native: bool = True
@@ -102,21 +91,27 @@ class DuckDBBackend(Backend):
         else:
             self.con = connection.cursor()
         try:
-            self.con.execute("SET enable_progress_bar = false")
+            self._set("enable_progress_bar", SQL("false"))
             for setting, value, what in (
                     ("memory_limit", memory_limit, "is not a size such as 2GB, 512MiB or 50%"),
                     ("temp_directory", temp_directory, "cannot be used")):
                 if value:
                     try:
-                        self.con.execute(f"SET {setting} = {_literal(value)}")
+                        self._set(setting, literal(str(value)))
                     except duckdb.Error:
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
-                self.con.execute(f"SET threads = {int(threads)}")
+                self._set("threads", SQL(str(int(threads))))
             self.dialect = self._kernels(native)
         except BaseException:
             self.con.close()
             raise
+
+    def _set(self, setting: str, value: SQL) -> None:
+        self.con.execute(render("duckdb/set", setting=setting, value=value))
+
+    def _setting(self, setting: str):
+        return self.query(render("duckdb/setting", setting=literal(setting)))[0][0]
 
     _engine: tuple[int, duckdb.DuckDBPyConnection] | None = None    # (pid, connection)
     _engine_lock = threading.Lock()
@@ -139,7 +134,7 @@ class DuckDBBackend(Backend):
             return DuckDBDialect()
         try:
             duckdb_extension.load(self.con)
-            self.kernel_detail = blas.describe(self.query("SELECT se_extension_blas()")[0][0])
+            self.kernel_detail = blas.describe(self.query(render("duckdb/extension_blas"))[0][0])
             return DuckDBNativeDialect()
         except BackendError as exc:
             if native:
@@ -151,14 +146,14 @@ class DuckDBBackend(Backend):
 
     def leftover_files(self) -> list[Path]:
         """Spill files of DuckDB processes that are gone (named duckdb_temp_PID_...)."""
-        directory = Path(self.query("SELECT current_setting('temp_directory')")[0][0] or ".tmp")
+        directory = Path(self._setting("temp_directory") or ".tmp")
         if not directory.is_dir():
             return []
         return [path for path in sorted(directory.iterdir())
                 if (m := _SPILL_FILE.match(path.name)) and not _alive(int(m.group(1)))]
 
     def memory_limit(self) -> tuple[int, str] | None:
-        text = self.query("SELECT current_setting('memory_limit')")[0][0]
+        text = self._setting("memory_limit")
         size = parse_size(str(text).replace(" ", ""))
         return (size, f"DuckDB's memory_limit {text}") if size else None
 
@@ -228,28 +223,7 @@ class DuckDBBackend(Backend):
                 self.con.remove_function(use.name)
 
     def _register(self, use: KernelUse) -> None:
-        fn, params, returns = self._udf(use)
-        self.con.create_function(use.name, fn, params, returns, type="arrow",
+        fn, params, returns = udfs.udf(use, self)
+        self.con.create_function(use.name, fn, [duckdb.sqltype(t) for t in params],
+                                 duckdb.sqltype(returns), type="arrow",
                                  null_handling="special", side_effects=False)
-
-    def _udf(self, use: KernelUse) -> tuple[Callable, list, object]:
-        if use.kind == "kernel":
-            return self._kernel_udf(use)
-        if use.kind == "aggregate":
-            return aggregate_function(use.agg, use.expected_count), [
-                sqltypes.DuckDBPyType(list[list[float]]), sqltypes.BIGINT], _LIST
-        if use.kind == "sparsify":
-            return sparsify_function, [_LIST], _LIST
-        if use.kind == "split":
-            return split_function(use.spec), [_LIST], sqltypes.DuckDBPyType(list[list[float]])
-        if use.kind == "stack":
-            item = duckdb.struct_type({"p": sqltypes.BIGINT, "v": _type(use.args_are_lists[0])})
-            return stack_function(use.spec, use.args_are_lists[0]), [duckdb.list_type(item)], _LIST
-        raise ValueError(use.kind)
-
-    def _kernel_udf(self, use: KernelUse):
-        apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
-                                self.kernel_constants(use), use.sparse)
-        params = [_type(is_list) for is_list in use.args_are_lists]
-        udf = (lambda a: apply(a)) if len(params) == 1 else (lambda a, b: apply(a, b))
-        return udf, params, _type(use.returns_list)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import BackendError
 from ..resources import NATIVE, UDF_KERNELS
+from ..sql.templates import literal, render
 from . import blas
 
 NAME = "sparse_einsum"
@@ -187,7 +188,8 @@ _built: dict[str, Path] = {}
 def load(con) -> Path:
     """Load the extension into a DuckDB connection (building it on first use); a
     BackendError says why it cannot."""
-    allowed = con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
+    allowed = con.execute(render("duckdb/setting", setting=literal(
+        "allow_unsigned_extensions"))).fetchall()[0][0]
     if not allowed:
         raise BackendError("the DuckDB connection was opened without allow_unsigned_extensions "
                            "(duckdb.connect(..., config={'allow_unsigned_extensions': 'true'}) "
@@ -197,7 +199,7 @@ def load(con) -> Path:
         blas.preload()              # once per process: the library stays loaded
     path = _built["path"]
     try:
-        con.execute("LOAD '" + str(path).replace("'", "''") + "'")
+        con.execute(render("duckdb/load", extension=literal(str(path))))
     except Exception as exc:      # duckdb.Error, or an extension DuckDB refuses
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackendError(f"DuckDB could not load {path}: {first}") from None

@@ -14,12 +14,14 @@ sends them), and copy_out_arrays of a bytea column such as se_raw(val, width).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import cache
 from typing import Iterator
 
 import numpy as np
 
 from sparse_einsum.errors import DataError
 
+from ..sql.templates import render
 from .pg_settings import session_setting
 
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
@@ -79,10 +81,8 @@ def copy_in_arrays(conn, table: str, key_columns: dict[str, np.ndarray],
     for name, c in zip(names, cols + ([vals] if vals is not None else [])):
         if c.ndim < 1 or len(c) != n:
             raise DataError(f"copy_in_arrays: column {name} has shape {c.shape}, expected {n} rows")
-    qualified = conn.execute("SELECT %s::regclass::text", (table,)).fetchone()[0]
-    types = dict(conn.execute(
-        "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass "
-        "AND attnum > 0 AND NOT attisdropped", (table,)).fetchall())
+    qualified = conn.execute(render("postgres/table_name"), (table,)).fetchone()[0]
+    types = dict(conn.execute(render("postgres/column_types"), (table,)).fetchall())
     fields: list = [("n", ">i2")]
     for i, name in enumerate(key_columns):
         oid = types.get(name)
@@ -258,6 +258,26 @@ def _generic_plan(conn):
     return session_setting(conn, "plan_cache_mode", "force_generic_plan")
 
 
+@contextmanager
+def large_parameters(conn) -> Iterator[None]:
+    """Statements with large parameters inside the block are sent with libpq blocking and
+    planned generically (see _blocking_send and _generic_plan)."""
+    with _generic_plan(conn), _blocking_send(conn):
+        yield
+
+
+def _checked_rows(table: str, key_columns: dict[str, np.ndarray], values: np.ndarray,
+                  bounds: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Keys as int64, values as contiguous float64, bounds as int64, checked to agree."""
+    keys = [np.asarray(k, dtype=np.int64) for k in key_columns.values()]
+    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    n = len(bounds) - 1
+    if any(len(k) != n for k in keys) or bounds[0] != 0 or bounds[-1] != len(values):
+        raise DataError(f"keys, values and bounds of {table} do not agree")
+    return keys, values, bounds
+
+
 def insert_rows(conn, table: str, key_columns: dict[str, np.ndarray], values: np.ndarray,
                 bounds: np.ndarray, *, value_column: str = "val") -> int:
     """Insert rows of bigint keys and a float8[] payload (row r holds
@@ -266,19 +286,15 @@ def insert_rows(conn, table: str, key_columns: dict[str, np.ndarray], values: np
     server. Returns the row count."""
     from psycopg import sql
 
-    keys = [np.asarray(k, dtype=np.int64) for k in key_columns.values()]
-    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-    bounds = np.asarray(bounds, dtype=np.int64)
+    keys, values, bounds = _checked_rows(table, key_columns, values, bounds)
     n = len(bounds) - 1
-    if any(len(k) != n for k in keys) or bounds[0] != 0 or bounds[-1] != len(values):
-        raise DataError(f"insert_rows: keys, values and bounds of {table} do not agree")
     names = sql.SQL(", ").join(map(sql.Identifier, [*key_columns, value_column]))
     shape = ", ".join([f"k{i} bigint" for i in range(len(keys))] + ["v float8[]"])
     stmt = sql.SQL("INSERT INTO {} ({}) SELECT * FROM se_rows(%b, %b, %b) AS r({})").format(
         sql.SQL(table), names, sql.SQL(shape))
     step = _RAW_CHUNK_BYTES // 8
     lo = 0
-    with _generic_plan(conn), _blocking_send(conn):
+    with large_parameters(conn):
         while lo < n:
             hi = min(n, max(lo + 1, int(np.searchsorted(bounds, bounds[lo] + step, "right")) - 1))
             chunk_keys = b"".join(k[lo:hi].tobytes() for k in keys)
@@ -286,3 +302,87 @@ def insert_rows(conn, table: str, key_columns: dict[str, np.ndarray], values: np
                                 (bounds[lo:hi + 1] - bounds[lo]).tobytes()))
             lo = hi
     return n
+
+
+def rows_query(table: str, first: int, key_columns: dict[str, np.ndarray], values: np.ndarray,
+               bounds: np.ndarray, *, value_column: str = "val") -> tuple[str, list[np.ndarray]]:
+    """The rows insert_rows would store in `table`, as a query over se_rows whose three
+    raw-byte arguments are the parameters $first, $first+1, $first+2 (see execute_raw);
+    those."""
+    keys, values, bounds = _checked_rows(table, key_columns, values, bounds)
+    raw = [np.concatenate(keys) if keys else np.zeros(0, np.int64), values, bounds]
+    q = [f'"{c.replace(chr(34), 2 * chr(34))}"' for c in [*key_columns, value_column]]
+    shape = ", ".join([f"{c} bigint" for c in q[:-1]] + [f"{q[-1]} float8[]"])
+    return f"SELECT * FROM se_rows(${first}, ${first + 1}, ${first + 2}) AS r({shape})", raw
+
+
+def execute_raw(conn, statement: str, params: list[np.ndarray], *, rows: bool = False):
+    """Run a statement whose parameters ($1, ...) are raw bytes (bytea), sent from the
+    arrays' memory as they are (psycopg would copy each twice); returns its result
+    (binary) when `rows`. Large parameters go with libpq blocking, under a generic plan."""
+    import psycopg
+    from psycopg import pq
+
+    with large_parameters(conn), conn.lock:
+        res = conn.pgconn.exec_params(
+            statement.encode(), [memoryview(np.ascontiguousarray(p)).cast("B") for p in params],
+            param_types=[_BYTEA] * len(params), param_formats=[pq.Format.BINARY] * len(params),
+            result_format=pq.Format.BINARY)
+    if res.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
+        raise psycopg.errors.error_from_result(res, encoding=conn.info.encoding)
+    return res if rows else None
+
+
+@cache
+def _raw_context():
+    """An adaptation context whose binary loaders return each cell as it is (a buffer)."""
+    from types import SimpleNamespace
+
+    from psycopg import adapters, pq
+    from psycopg.adapt import AdaptersMap, Loader
+
+    class Raw(Loader):
+        format = pq.Format.BINARY
+
+        def load(self, data):
+            return data
+
+    raw = AdaptersMap(adapters)
+    for oid in (*_SCALARS, _BYTEA):
+        raw.register_loader(oid, Raw)
+    return SimpleNamespace(adapters=raw, connection=None)
+
+
+def _cells(res) -> list[tuple]:
+    """The rows of a binary result, each cell a buffer over the result's own memory (kept
+    alive by it; psycopg's get_value would copy each), None for NULL."""
+    from psycopg.adapt import Transformer
+
+    tx = Transformer(_raw_context())
+    tx.set_pgresult(res)
+    return tx.load_rows(0, res.ntuples, tuple)
+
+
+def result_arrays(res) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """What copy_out_arrays returns, from a binary result of bigint keys and a last column
+    of float8, bigint or bytea (se_raw: native float8 rows; one row's is a view of the
+    result's memory)."""
+    nrows = res.ntuples
+    names = [res.fname(j).decode() for j in range(res.nfields)]
+    rows = _cells(res)
+    columns = []
+    for j, name in enumerate(names):
+        cells = [row[j] for row in rows]
+        if any(c is None for c in cells):
+            raise DataError(f"result_arrays: column {name} is NULL")
+        oid = res.ftype(j)
+        if oid == _BYTEA:
+            data = cells[0] if nrows == 1 else b"".join(cells)
+            columns.append(np.frombuffer(data, np.float64).reshape(nrows, -1) if nrows else
+                           np.empty((0, 0)))
+        elif oid in _SCALARS:
+            code = np.dtype(_SCALARS[oid])
+            columns.append(np.frombuffer(b"".join(cells), code).astype(code.newbyteorder("=")))
+        else:
+            raise DataError(f"result_arrays: column {name} has an unsupported type (oid {oid})")
+    return dict(zip(names[:-1], columns[:-1])), columns[-1]

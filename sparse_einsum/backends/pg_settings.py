@@ -25,7 +25,7 @@ def session_setting(conn, name: str, value: str) -> Iterator[None]:
     finally:
         if conn.info.transaction_status in (pq.TransactionStatus.IDLE,
                                             pq.TransactionStatus.INTRANS):
-            conn.execute(render("postgres/setting_restore"), (name, was))
+            conn.execute(render("postgres/set_setting"), (name, was))
 
 
 def client_check_works(conn) -> bool:

@@ -32,15 +32,15 @@ from ..cost import CostParams
 from ..errors import BackendError, DataError, SparseEinsumError
 from ..inputs import SourceInput
 from ..kernels import arrow_kernels, numpy_kernels, spec as kernel_spec
-from ..kernels.arrow_kernels import (aggregate_function, kernel_function, scalars,
-                                     sparsify_function, split_function, stack_function,
-                                     to_arrow)
+from ..kernels.arrow_kernels import scalars, to_arrow
 from ..memory import parse_size
 from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.dialect import Dialect
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
 from ..sql.steps import KernelUse, Step, TableRelation
+from ..sql.templates import render
+from . import udfs
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 from .spark_inputs import InputFiles
 from .spark_scratch import Scratch
@@ -52,6 +52,7 @@ DEFAULT_MASTER = "local[*]"
 CHECKPOINT_DEPTH = 16
 _WARNED: set[str] = set()      # fallback reasons already warned of
 _ARRAY, _DOUBLE = "array<double>", "double"
+_SPARK_TYPES = {udfs.DOUBLE: _DOUBLE, udfs.LIST: _ARRAY, udfs.LISTS: "array<array<double>>"}
 # the modules the kernels run, shipped with them: executors need no sparse-einsum
 _PICKLED_BY_VALUE = (arrow_kernels, numpy_kernels, kernel_spec, ops_table,
                      import_module("..blocks", __package__), import_module("..tiling", __package__))
@@ -257,7 +258,7 @@ class SparkBackend(Backend):
     def drop(self, rel: TableRelation) -> None:
         if jvm_ended():       # a failed run cleans up after Spark ended: nothing to drop
             return
-        self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(rel.table)}")
+        self.execute(render("common/drop_view", self.dialect.quote, table=rel.table))
         frame, checkpointed = self._frames.pop(rel.table, (None, None))
         self._depth.pop(rel.table, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
@@ -301,7 +302,7 @@ class SparkBackend(Backend):
     def release_source(self, scratch: str) -> None:
         self._inputs.remove(scratch)
         if not jvm_ended():
-            self.execute(f"DROP VIEW IF EXISTS {self.dialect.q(scratch)}")
+            self.execute(render("common/drop_view", self.dialect.quote, table=scratch))
 
     # -- statements ---------------------------------------------------------
     @_reported
@@ -316,7 +317,7 @@ class SparkBackend(Backend):
                 self.dialect.q(step.target.table)), step.reads)
         finally:
             for use in step.kernels if not jvm_ended() else ():
-                self.execute(f"DROP TEMPORARY FUNCTION IF EXISTS {use.name}")
+                self.execute(render("spark/drop_function", self.dialect.quote, function=use.name))
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
         from pyspark.sql.functions import ArrowUDFType, arrow_udf
@@ -326,21 +327,8 @@ class SparkBackend(Backend):
         self.spark.udf.register(name, udf)
 
     def _udf(self, use: KernelUse) -> tuple[Callable, str]:
-        if use.kind == "kernel":
-            apply = kernel_function(use.spec, use.args_are_lists, use.returns_list,
-                                    self.kernel_constants(use), use.sparse)
-            udf = (lambda a: apply(a)) if len(use.args_are_lists) == 1 else \
-                (lambda a, b: apply(a, b))
-            return udf, _ARRAY if use.returns_list else _DOUBLE
-        if use.kind == "aggregate":
-            return aggregate_function(use.agg, use.expected_count), _ARRAY
-        if use.kind == "sparsify":
-            return sparsify_function, _ARRAY
-        if use.kind == "split":
-            return split_function(use.spec), "array<array<double>>"
-        if use.kind == "stack":
-            return stack_function(use.spec, use.args_are_lists[0]), _ARRAY
-        raise ValueError(use.kind)
+        fn, _, returns = udfs.udf(use, self)
+        return fn, _SPARK_TYPES[returns]
 
     def _register_scalar_udfs(self) -> None:
         """``se_<op>``: the operations Spark SQL cannot evaluate as NumPy does."""

@@ -25,7 +25,8 @@ from typing import Iterator
 
 from ..errors import BackendError
 from ..memory import physical_memory
-from ..sql.spark import KERNEL_CATALOG
+from ..sql.spark import KERNEL_CATALOG, SparkDialect
+from ..sql.templates import render
 from . import spark_jar
 
 # settings of a session this backend starts (a session given to it is left as it is)
@@ -93,7 +94,8 @@ def kernel_catalog_missing(session) -> str | None:
             "it was not started with the kernel jar (docs/spark.md)"
         return f"the session has no {CATALOG_KEY}: {why}"
     try:
-        session.sql(f"SELECT {KERNEL_CATALOG}.se_vsum(array(CAST(1 AS DOUBLE)))").schema
+        check = render("spark/kernels_check", SparkDialect.quote, catalog=KERNEL_CATALOG)
+        session.sql(check).schema
     except Exception as exc:  # noqa: BLE001 - the jar is missing or does not load
         return f"{CATALOG_KEY} does not load: {first_line(exc)}"
     return None

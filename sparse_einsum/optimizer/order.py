@@ -60,22 +60,24 @@ class SparsePaths:
         self._products = {}
 
     def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                 const: float = 1.0) -> ContractionPath:
+                 const: float = 1.0, op: str = "mul", agg: str = "sum") -> ContractionPath:
         self._catch_up(dag)
+        kind = ProductKind(op, agg)
         self._products = {}
         dense = dense_path(dag, operands, target)
         if all(self.stats[o.tensor].nnz >= DENSE * prod(dag.shapes[o.tensor]) for o in operands):
             return dense                        # nothing sparse: opt_einsum's path
         if len(operands) <= ENUMERATE:
             trees = sorted(all_paths(len(operands)),
-                           key=lambda path: self.work(dag, operands, path, target))
+                           key=lambda path: self.work(dag, operands, path, target, kind))
             candidates = [dense] + trees[:PRICED]
         else:
-            candidates = [dense, self.greedy_path(dag, operands, target)]
+            candidates = [dense, self.greedy_path(dag, operands, target, kind)]
         unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
         if len(unique) == 1:
             return unique[0]
-        return min(unique, key=lambda path: self.price(dag, operands, path, target, const))
+        return min(unique, key=lambda path: self.price(dag, operands, path, target, const,
+                                                       kind))
 
     def _catch_up(self, dag: Dag) -> None:
         """Statistics of the vertices lowered since the last call."""
@@ -84,22 +86,22 @@ class SparsePaths:
         self._known = len(dag.vertices)
 
     def product_dag(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-                    target: tuple[str, ...], const: float) -> Dag:
+                    target: tuple[str, ...], const: float, kind: ProductKind = None) -> Dag:
         """The product's vertices along `path`, its operands as inputs (output ``~out``)."""
-        tensors = dict.fromkeys(o.tensor for o in operands)
-        product = Dag({t: dag.labels_of(t) for t in tensors},
-                      {t: dag.shapes[t] for t in tensors}, ["~out"])
+        kind = kind or ProductKind()
+        product = _scratch(dag, operands, ["~out"])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
         count = itertools.count(1)
-        for v in contraction(operands, path, target, const, "~out", lambda: f"~{next(count)}"):
+        for v in contraction(operands, path, target, const, "~out", lambda: f"~{next(count)}",
+                             op=kind.op, agg=kind.agg):
             product.add(v, tuple(sizes[l] for l in v.labels))
         return product
 
     def price(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-              target: tuple[str, ...], const: float = 1.0) -> float:
+              target: tuple[str, ...], const: float = 1.0, kind: ProductKind = None) -> float:
         """Cost of the best plan of the product along `path` (inf when none fits), over
         promotions and demotions (tiles are left to the plan of the whole program)."""
-        product, stats = self._product(dag, operands, path, target, const)
+        product, stats = self._product(dag, operands, path, target, const, kind or ProductKind())
         ctx = OptimizerContext.build(
             product, stats, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
@@ -108,33 +110,33 @@ class SparsePaths:
         return found[0].total if found else math.inf
 
     def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-             target: tuple[str, ...]) -> float:
+             target: tuple[str, ...], kind: ProductKind = None) -> float:
         """Estimated relational join plus output tuples, summed over the path's vertices."""
-        product, stats = self._product(dag, operands, path, target, 1.0)
+        product, stats = self._product(dag, operands, path, target, 1.0, kind or ProductKind())
         return sum(_work(v, stats) for v in product.vertices)
 
     def _product(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-                 target: tuple[str, ...], const: float) -> tuple[Dag, dict[str, TensorStats]]:
+                 target: tuple[str, ...], const: float, kind: ProductKind
+                 ) -> tuple[Dag, dict[str, TensorStats]]:
         """`product_dag` and the statistics of its tensors, made once per path."""
-        key = (tuple(operands), tuple(target), tuple(map(tuple, path)), const)
+        key = (tuple(operands), tuple(target), tuple(map(tuple, path)), const, kind)
         found = self._products.get(key)
         if found is None:
-            product = self.product_dag(dag, operands, path, target, const)
+            product = self.product_dag(dag, operands, path, target, const, kind)
             stats = {t: self.stats[t] for t in product.inputs}
             for v in product.vertices:
                 stats[v.name] = vertex_stats(product, v, stats)
             found = self._products[key] = (product, stats)
         return found
 
-    def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...]
-                    ) -> ContractionPath:
+    def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
+                    kind: ProductKind = None) -> ContractionPath:
         """At each step, contract the pair of least estimated work (opt_einsum's greedy,
         with estimated non-zeros instead of dense sizes)."""
-        tensors = dict.fromkeys(o.tensor for o in operands)
-        scratch = Dag({t: dag.labels_of(t) for t in tensors},
-                      {t: dag.shapes[t] for t in tensors}, [])
+        kind = kind or ProductKind()
+        scratch = _scratch(dag, operands, [])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
-        stats = {t: self.stats[t] for t in tensors}
+        stats = {t: self.stats[t] for t in scratch.inputs}
         current, path = list(operands), []
         for step in range(len(operands) - 1):
             best = None
@@ -144,7 +146,8 @@ class SparsePaths:
                 labels = target if not rest else tuple(
                     l for l in dict.fromkeys(current[i].labels + current[j].labels)
                     if l in needed)
-                v = Vertex(f"~{step}.{i}.{j}", labels, "mul", "sum", (current[i], current[j]))
+                v = Vertex(f"~{step}.{i}.{j}", labels, kind.op, kind.agg,
+                           (current[i], current[j]))
                 scratch.add(v, tuple(sizes[l] for l in labels))
                 stats[v.name] = vertex_stats(scratch, v, stats)
                 if best is None or _work(v, stats) < best[0]:
@@ -154,6 +157,21 @@ class SparsePaths:
                 Operand(v.name, v.labels)]
             path.append((i, j))
         return path
+
+
+@dataclass(frozen=True)
+class ProductKind:
+    """The product's operation and aggregate: a sum of products, or with "add" and min or
+    max a min-plus or max-plus product."""
+    op: str = "mul"
+    agg: str = "sum"
+
+
+def _scratch(dag: Dag, operands: list[Operand], outputs: list[str]) -> Dag:
+    """A DAG with the operands' tensors as inputs, their defaults kept."""
+    tensors = dict.fromkeys(o.tensor for o in operands)
+    return Dag({t: dag.labels_of(t) for t in tensors}, {t: dag.shapes[t] for t in tensors},
+               outputs, defaults={t: dag.default(t) for t in tensors})
 
 
 def _work(v: Vertex, stats: dict[str, TensorStats]) -> float:

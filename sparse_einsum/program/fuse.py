@@ -4,7 +4,9 @@
     Z[i,h]  = NX[i,f] * W1[f,h]    ->
 
 A statement that is a sum of a product, read by exactly one other such statement and not
-an output, is substituted into it (its summed labels renamed apart; at most MAX_FACTORS
+an output, is substituted into it (the same for a min or max of a sum, a min-plus or
+max-plus product, into another of the same aggregate: min and max distribute over `+`,
+the FAQ rewrite) (its summed labels renamed apart; at most MAX_FACTORS
 tensors in all), so that the lowering chooses the order of all the factors together:
 above, X * W1 first and the sparse N last (what a GCN written in PyTorch does by hand),
 where the program's order would multiply N by X's 767 columns. The sum is the same; only
@@ -17,8 +19,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Callable
 
-from .model import (Binary, Expr, Program, Ref, Statement, Unary, expr_refs, fold, nodes,
-                    product_factors)
+from .model import (Binary, Expr, Program, Ref, Statement, Unary, added_refs, expr_refs,
+                    fold, nodes, product_factors)
 from .ops import BY_SYMBOL, keeps_finite
 
 
@@ -35,7 +37,7 @@ def fuse_products(program: Program, finite_input: Callable[[str], bool]
     input holds no inf or NaN."""
     uses = Counter(ref.name for st in program.statements for ref in expr_refs(st.expr))
     if not any(uses[st.out] == 1 and st.out not in program.outputs
-               and product_factors(st.expr) is not None for st in program.statements):
+               and _kind(st) is not None for st in program.statements):
         return program, []          # nothing to fuse: no statistics needed
     finite = _finite_tensors(program, finite_input)
     statements: list[Statement | None] = list(program.statements)
@@ -48,8 +50,8 @@ def fuse_products(program: Program, finite_input: Callable[[str], bool]
         for n in range(k + 1, len(statements)):
             consumer = statements[n]
             if any(ref.name == producer.out for ref in expr_refs(consumer.expr)):
-                if _fusable(consumer, finite) and _factors(producer) + _factors(consumer) \
-                        <= MAX_FACTORS + 1:
+                if _fusable(consumer, finite) and _kind(consumer) == _kind(producer) \
+                        and _factors(producer) + _factors(consumer) <= MAX_FACTORS + 1:
                     statements[n] = _substitute(consumer, producer)
                     statements[k] = None
                     fused.append((producer.out, consumer.out))
@@ -59,10 +61,19 @@ def fuse_products(program: Program, finite_input: Callable[[str], bool]
     return replace(program, statements=[st for st in statements if st is not None]), fused
 
 
+def _kind(st: Statement) -> tuple[str, str] | None:
+    """("sum", "*") for a sum of a product, (min or max, "+") for a min or max of a sum of
+    references; None for any other statement."""
+    if st.agg == "sum":
+        return ("sum", "*") if product_factors(st.expr) is not None else None
+    if st.agg in ("min", "max") and added_refs(st.expr) is not None:
+        return st.agg, "+"
+    return None
+
+
 def _fusable(st: Statement, finite: set[str]) -> bool:
-    """A sum of a product of finite tensors."""
-    factors = product_factors(st.expr)
-    return st.agg == "sum" and factors is not None and all(r.name in finite for r in factors[0])
+    """A sum of a product, or a min or max of a sum, of finite tensors."""
+    return _kind(st) is not None and all(r.name in finite for r in expr_refs(st.expr))
 
 
 def _factors(st: Statement) -> int:

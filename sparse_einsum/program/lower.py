@@ -17,8 +17,8 @@ import opt_einsum
 
 from ..errors import ProgramError
 from .dag import Dag, Operand, Vertex
-from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, expr_labels, expr_refs,
-                    fold, nodes, product_factors)
+from .model import (Binary, Const, Expr, Program, Ref, Statement, Unary, added_refs,
+                    expr_labels, expr_refs, fold, nodes, product_factors)
 from .ops import BY_SYMBOL, with_constant
 
 
@@ -28,9 +28,10 @@ ContractionPath = list[tuple[int, int]]
 
 class PathChooser(Protocol):
     def __call__(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                 const: float) -> ContractionPath:
+                 const: float, op: str = "mul", agg: str = "sum") -> ContractionPath:
         """The contraction path of a product of `operands` (tensors of `dag`) onto the
-        labels `target`, times `const`."""
+        labels `target`, times `const` (with `op` "add" and `agg` min or max, of a min-plus
+        or max-plus product)."""
 
 
 def lower(program: Program, shapes: dict[str, tuple[int, ...]],
@@ -47,8 +48,8 @@ def lower(program: Program, shapes: dict[str, tuple[int, ...]],
 
 
 def dense_path(dag: Dag, operands: list[Operand], target: tuple[str, ...],
-               const: float = 1.0) -> ContractionPath:
-    """opt_einsum's contraction path, from the shapes alone."""
+               const: float = 1.0, op: str = "mul", agg: str = "sum") -> ContractionPath:
+    """opt_einsum's contraction path, from the shapes alone (the same for any semiring)."""
     sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
     letters = _letters(sizes)
     terms = ["".join(letters[l] for l in o.labels) for o in operands]
@@ -116,7 +117,7 @@ class _Lowerer:
             refs, const = factors
             if len(refs) >= 3 or (len(refs) == 2 and const == 1.0):
                 return self._contract(refs, const, target)
-        refs = _added_refs(expr) if target.agg in ("min", "max") else None
+        refs = added_refs(expr) if target.agg in ("min", "max") else None
         if refs is not None and len(refs) >= 3:     # min and max distribute over +
             return self._contract(refs, 1.0, target, "add")
         operand = self._lower(expr, target)
@@ -211,7 +212,7 @@ class _Lowerer:
     def _contract(self, refs: list[Ref], const: float, target: _Target, op: str = "mul"
                   ) -> Operand:
         operands = [Operand(r.name, r.labels) for r in refs]
-        path = self.choose_path(self.dag, operands, target.labels, const) \
+        path = self.choose_path(self.dag, operands, target.labels, const, op, target.agg) \
             if len(operands) > 2 else [(0, 1)]
         name = self.st.out if target.final else None
         added: dict[str, Operand] = {}     # a step's name -> its tensor (or the DAG's same one)
@@ -227,17 +228,6 @@ class _Lowerer:
 class _Root:
     """The target's vertex, emitted by the lowering of an expression's root."""
     operand: Operand
-
-
-def _added_refs(expr: Expr) -> list[Ref] | None:
-    """The references of a sum of references (a min-plus product), else None."""
-    refs = []
-    for node in nodes(expr):
-        if isinstance(node, Ref):
-            refs.append(node)
-        elif not (isinstance(node, Binary) and node.op == "+"):
-            return None
-    return refs
 
 
 def _signed_terms(expr: Expr) -> list[tuple[int, Expr]]:

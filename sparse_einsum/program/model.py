@@ -135,6 +135,17 @@ def product_factors(expr: Expr) -> tuple[list[Ref], float] | None:
     return refs, const
 
 
+def added_refs(expr: Expr) -> list[Ref] | None:
+    """The references when `expr` is a sum of references (a min-plus product), else None."""
+    refs = []
+    for node in nodes(expr):
+        if isinstance(node, Ref):
+            refs.append(node)
+        elif not (isinstance(node, Binary) and node.op == "+"):
+            return None
+    return refs
+
+
 def expr_labels(expr: Expr) -> list[str]:
     """Distinct labels of an expression in order of first appearance."""
     seen: dict[str, None] = {}

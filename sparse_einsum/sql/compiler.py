@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
+from ..kernels.spec import KernelSpec
 from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
@@ -161,7 +162,8 @@ class Compiler:
         text or as kernel constants), in `out`'s table."""
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query,
-                               reads=frozenset(rel.table for rel in reads)))
+                               reads=frozenset(rel.table for rel in reads),
+                               generates_rows=b.generates_rows))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
@@ -184,6 +186,9 @@ class Compiler:
     # -- one vertex ---------------------------------------------------------
     def _vertex_query(self, v: Vertex, inputs: list[TableRelation], out: TableRelation,
                       b: StepBuilder) -> str:
+        """The vertex's SELECT: its domain (the FROM and WHERE over its operands), the value
+        of each tuple from the first value strategy that applies (`VALUE_STRATEGIES`), then
+        the aggregate over its demoted-away labels, if any."""
         d, q = self.d, self.d.q
         if self._one_tuple_operand(v, inputs) == 0:
             # the kernels take the one-tuple operand second (rows against one matrix are
@@ -192,76 +197,35 @@ class Compiler:
         choice, sizes = self.plan.choices[v.name], self.dag.label_sizes(v)
         up = self.plan.keyed(self.dag, v)
         ranges = {l: key_range(choice.tile(l), sizes[l]) for l in up}
-        aliases = [f"u{k}" for k in range(len(inputs))]
-        domain, spread = self._domain_kind(v)
-        constant = self._constant_operand(v, inputs) if domain == "join" else None
-        joined = [k for k in range(len(inputs)) if k != constant]
-
-        # where each promoted label comes from, and the equalities it imposes
-        source: dict[str, str] = {}
-        conds: dict[int, list[str]] = {k: [] for k in joined}
-        for k in joined:
-            for axis, label in enumerate(v.operands[k].labels):
-                if label not in up:
-                    continue
-                col = f"{aliases[k]}.{q(inputs[k].column(axis))}"
-                if label in source:
-                    conds[k].append(f"{col} = {source[label]}")
-                else:
-                    source[label] = col
-        promoted = [l for l in v.all_labels if l in up]
-
-        if domain == "join":
-            first = joined[0]
-            frm = f"{q(inputs[first].table)} AS {aliases[first]}"
-            where = list(conds[first])
-            for k in joined[1:]:
-                on = " AND ".join(conds[k]) if conds[k] else "TRUE"
-                frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
-            values = [f"{aliases[k]}.val" for k in joined]
-        else:
-            frm, where, values, source = self._domain(v, inputs, aliases, promoted, ranges, spread)
-
+        dom = self._vertex_domain(v, b, inputs, up, ranges)
         spec = vertex_kernel(v, choice)
-        lists = [not inputs[k].is_scalar for k in joined]
+        lists = [not inputs[k].is_scalar for k in dom.joined]
         agg_promoted = [l for l in v.agg_labels if l in up]
-        factored = [aliases[k] for k, o in enumerate(v.operands) if o.tensor in self.factors]
+        factored = [f"u{k}" for k, o in enumerate(v.operands) if o.tensor in self.factors]
         # a sum of products the engine adds up without forming them (a scalar factor
         # beside an operand scales the scalar * vector form's vector only)
-        fused = (d.weighted_sum(spec, values, lists)
-                 if agg_promoted and v.agg == "sum" and not out.is_scalar and constant is None
-                 and domain == "join" and not any(rel.sparse for rel in inputs) else None)
+        fused = (d.weighted_sum(spec, dom.values, lists)
+                 if agg_promoted and v.agg == "sum" and not out.is_scalar
+                 and dom.constant is None and dom.kind == "join"
+                 and not any(rel.sparse for rel in inputs) else None)
         if fused and factored and not fused.scales_val:
             fused = None
-        if v.name in self.factors:
-            f = self.factors[v.name]
-            columns = {"val": values[1 - f], FACTOR: values[f]}
-        elif fused:
-            columns = fused[0]
-        elif not any(lists) and not spec.out_dims and not spec.dims:
-            columns = {"val": d.scalar_binary(v.op, *values) if v.is_binary
-                       else d.scalar_unary(v.op, values[0])}
-        elif (constant is None and self._one_tuple_operand(v, inputs) == 1
-              and not any(rel.sparse for rel in inputs)
-              and (shared := d.shared_matrix_kernel(spec, values))):
-            columns = {"val": shared}
-        else:
-            columns = {"val": d.kernel(b, spec, values, lists,
-                                       None if constant is None else (constant, inputs[constant]),
-                                       tuple(rel.sparse for rel in inputs))}
+        x = VertexValues(v, inputs, b, spec, dom.values, lists, dom.constant, fused)
+        columns = next(c for _, strategy in VALUE_STRATEGIES if (c := strategy(self, x)))
         for alias in factored:
             columns["val"] = f"{columns['val']} * {alias}.{q(FACTOR)}"
-        keys = [f"{source[l]} AS {q(out.column(a))}" for a, l in enumerate(v.labels) if l in up]
         key_names = [q(out.column(a)) for a, l in enumerate(v.labels) if l in up]
-        where_sql = f" WHERE {' AND '.join(where)}" if where else ""
+        keys = [f"{dom.source[l]} AS {name}"
+                for l, name in zip([l for l in v.labels if l in up], key_names)]
+        where_sql = f" WHERE {' AND '.join(dom.where)}" if dom.where else ""
         selected = keys + [f"{expr} AS {name}" for name, expr in columns.items()]
-        inner = f"SELECT {', '.join(selected)} FROM {frm}{where_sql}"
+        inner = f"SELECT {', '.join(selected)} FROM {dom.frm}{where_sql}"
         if not agg_promoted:
             return inner
         # a min or max over tuples that may be absent folds in their value (the vertex's
         # default) unless that changes nothing (inf for min)
         clip_op = AGGREGATES[v.agg].clip(v.default)
-        expected = 1 if (domain == "full" or clip_op is None) else prod(
+        expected = 1 if (dom.kind == "full" or clip_op is None) else prod(
             ranges[l] for l in agg_promoted)
         group = f" GROUP BY {', '.join(key_names)}" if key_names else ""
         if fused:
@@ -276,6 +240,40 @@ class Compiler:
                                     "count(*)" if expected > 1 else None, expected)
         cols = ", ".join(key_names + [f"{agg_value} AS val"])
         return f"SELECT {cols} FROM ({inner}) AS j{_grouped(group)}"
+
+    def _vertex_domain(self, v: Vertex, b: StepBuilder, inputs: list[TableRelation], up,
+                       ranges) -> Domain:
+        """The tuples a vertex is evaluated over (`_domain_kind`): its operands joined on
+        their shared promoted labels (the operand bound once left out), or a domain of
+        keys (`_domain`)."""
+        q = self.d.q
+        aliases = [f"u{k}" for k in range(len(inputs))]
+        kind, spread = self._domain_kind(v)
+        constant = self._constant_operand(v, inputs) if kind == "join" else None
+        joined = [k for k in range(len(inputs)) if k != constant]
+        if kind != "join":
+            promoted = [l for l in v.all_labels if l in up]
+            return Domain(kind, joined, constant, *self._domain(v, b, inputs, aliases,
+                                                                promoted, ranges, spread))
+        # where each promoted label comes from, and the equalities it imposes
+        source: dict[str, str] = {}
+        conds: dict[int, list[str]] = {k: [] for k in joined}
+        for k in joined:
+            for axis, label in enumerate(v.operands[k].labels):
+                if label not in up:
+                    continue
+                col = f"{aliases[k]}.{q(inputs[k].column(axis))}"
+                if label in source:
+                    conds[k].append(f"{col} = {source[label]}")
+                else:
+                    source[label] = col
+        first = joined[0]
+        frm = f"{q(inputs[first].table)} AS {aliases[first]}"
+        for k in joined[1:]:
+            on = " AND ".join(conds[k]) if conds[k] else "TRUE"
+            frm += f" JOIN {q(inputs[k].table)} AS {aliases[k]} ON {on}"
+        return Domain(kind, joined, constant, frm, list(conds[first]),
+                      [f"{aliases[k]}.val" for k in joined], source)
 
     def _domain_kind(self, v: Vertex) -> tuple[str, list[int]]:
         """Where a vertex is evaluated: ``join`` (the operands' common tuples: a zero
@@ -309,7 +307,7 @@ class Compiler:
                 return k
         return None
 
-    def _domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
+    def _domain(self, v: Vertex, b: StepBuilder, inputs: list[TableRelation], aliases: list[str],
                 promoted: list[str], ranges: dict[str, int], spread: list[int]):
         """FROM clause over the keys of a ``union`` domain (of the operands in `spread`) or
         of a ``full`` one (`spread` empty), the operands LEFT JOINed with zeros filled in."""
@@ -317,6 +315,7 @@ class Compiler:
         col = {l: f"k{n}" for n, l in enumerate(promoted)}
 
         def spans(labels: list[str]) -> list[str]:
+            b.generates_rows |= bool(labels)
             return [d.range_from(ranges[l], col[l]) for l in labels]
 
         def keys_of(k: int) -> tuple[list[str], list[str]]:
@@ -386,6 +385,7 @@ class Compiler:
         out = self._new_rel(rel.tensor, middle)
         spec = take_spec(rel.tiling, middle)
         b = StepBuilder(self.prefix, self._kernels)
+        b.generates_rows = True                     # a row per piece of each payload
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
         kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
         pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
@@ -431,6 +431,84 @@ class Compiler:
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
         labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
         return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"
+
+
+@dataclass
+class Domain:
+    """The tuples a vertex is evaluated over: its `kind` (join, union or full), the
+    operands joined (`joined`, without the `constant` one bound once), the FROM and WHERE,
+    the operands' value expressions and the key expression of each promoted label."""
+    kind: str
+    joined: list[int]
+    constant: int | None
+    frm: str
+    where: list[str]
+    values: list[str]
+    source: dict[str, str]
+
+
+@dataclass
+class VertexValues:
+    """What a vertex's value strategies choose from: the vertex (its one-tuple operand
+    second), its input relations, the kernel, the joined operands' value expressions and
+    whether each is a list, the operand bound once and the dialect's fused weighted sum."""
+    v: Vertex
+    inputs: list[TableRelation]
+    b: StepBuilder
+    spec: KernelSpec
+    values: list[str]
+    lists: list[bool]
+    constant: int | None
+    fused: tuple | None
+
+
+def _factor_value(c: Compiler, x: VertexValues) -> dict[str, str] | None:
+    """A vertex passed through with a scalar factor: the other operand and the factor."""
+    if x.v.name in c.factors:
+        f = c.factors[x.v.name]
+        return {"val": x.values[1 - f], FACTOR: x.values[f]}
+    return None
+
+
+def _fused_value(c: Compiler, x: VertexValues) -> dict[str, str] | None:
+    """The dialect's weighted sum: the products are summed by the aggregate itself."""
+    return x.fused[0] if x.fused else None
+
+
+def _scalar_value(c: Compiler, x: VertexValues) -> dict[str, str] | None:
+    """Scalars in, a scalar out: the operation in SQL."""
+    v, values = x.v, x.values
+    if any(x.lists) or x.spec.out_dims or x.spec.dims:
+        return None
+    return {"val": c.d.scalar_binary(v.op, *values) if v.is_binary
+            else c.d.scalar_unary(v.op, values[0])}
+
+
+def _shared_matrix_value(c: Compiler, x: VertexValues) -> dict[str, str] | None:
+    """Rows against one matrix (a one-tuple operand, dense): the dialect's shared form."""
+    if (x.constant is None and c._one_tuple_operand(x.v, x.inputs) == 1
+            and not any(rel.sparse for rel in x.inputs)
+            and (shared := c.d.shared_matrix_kernel(x.spec, x.values))):
+        return {"val": shared}
+    return None
+
+
+def _kernel_value(c: Compiler, x: VertexValues) -> dict[str, str]:
+    """The kernel over each tuple's values (the constant operand bound once)."""
+    constant = None if x.constant is None else (x.constant, x.inputs[x.constant])
+    return {"val": c.d.kernel(x.b, x.spec, x.values, x.lists, constant,
+                              tuple(rel.sparse for rel in x.inputs))}
+
+
+# How a vertex's tuple gets its value columns: the first strategy that gives columns
+# (the last always does)
+VALUE_STRATEGIES = (
+    ("factor", _factor_value),
+    ("fused", _fused_value),
+    ("scalar", _scalar_value),
+    ("shared matrix", _shared_matrix_value),
+    ("kernel", _kernel_value),
+)
 
 
 def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:

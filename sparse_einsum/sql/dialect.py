@@ -59,6 +59,7 @@ class Dialect:
     quote: ClassVar[str] = '"'                    # around identifiers (doubled inside)
     table_kind: ClassVar[str] = "TABLE"           # how intermediates and loads are created
     table_options: ClassVar[str] = ""             # after the table name, as " WITH (...)"
+    constraints: ClassVar[bool] = True            # tables take CHECK constraints
     int_division: ClassVar[str] = "({a} // {b})"
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
     double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values

@@ -64,14 +64,15 @@ def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -
     """`reader` computing `producer` (and what was streamed into it) in its statement."""
     pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
     reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined,
-                     reads=(producer.reads | reader.reads) - {producer.target.table})
+                     reads=(producer.reads | reader.reads) - {producer.target.table},
+                     generates_rows=producer.generates_rows or reader.generates_rows)
     return replace(reader, sql=dialect.create(reader.target.table,
                                               statement_query(reader, dialect), temporary))
 
 
-def statement_query(step: Step, dialect: Dialect) -> str:
+def statement_query(step: Step, dialect: Dialect, inputs: list[tuple[str, str]] = ()) -> str:
     """The SELECT whose rows a step's statement stores: its query, with what is streamed
-    into it as common table expressions."""
-    if not step.pipelined:
-        return step.query
-    return dialect.with_tables([(p.target.table, p.query) for p in step.pipelined], step.query)
+    into it (after the (table, query) pairs of `inputs`, relations the engine gets with
+    the statement) as common table expressions."""
+    return dialect.with_tables([*inputs, *((p.target.table, p.query) for p in step.pipelined)],
+                               step.query)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..program.model import InputDecl
 from .dialect import Dialect
 from .steps import key_column
-from .templates import SQL, render
+from .templates import SQL, literal, render
 
 
 def import_select(labels: tuple[str, ...], keys: tuple[str, ...], value: str | None,
@@ -45,11 +45,27 @@ def checked_table_sql(table_name: str, decl: InputDecl, shape: tuple[int, ...],
                   keys=SQL("".join(f"{c}, " for c in cols)))
 
 
+def checked_view_sql(decl: InputDecl, table_name: str, shape: tuple[int, ...], select: str,
+                     dialect: Dialect) -> str:
+    """A cached view of `select` (an all-promoted relation of `decl`) whose keys outside
+    `shape` raise an error naming the input and label, for engines whose tables take no
+    CHECK constraints (`Dialect.constraints`)."""
+    q = dialect.q
+    keys = "".join(
+        f"CASE WHEN {q(c)} >= 0 AND {q(c)} < {int(n)} THEN {q(c)} ELSE raise_error("
+        f"{literal(f'input {decl.name}: key {l} outside 0..{n - 1}')}) END AS {q(c)}, "
+        for c, l, n in ((key_column(l, a), l, n) for a, (l, n) in enumerate(zip(decl.labels, shape))))
+    return render(f"{dialect.engine}/checked_view", dialect.quote, table=table_name,
+                  keys=SQL(keys), query=SQL(select))
+
+
 def checked_import_sql(decl: InputDecl, table_name: str, shape: tuple[int, ...], from_sql: str,
                        dialect: Dialect) -> str:
     """Two statements: the table of `checked_table_sql` and the INSERT filling it, which
-    fails on keys outside `shape`."""
+    fails on keys outside `shape` (without constraints: `checked_view_sql`)."""
     src = decl.source
     select = import_select(decl.labels, src.keys, src.value, from_sql, dialect)
+    if not dialect.constraints:
+        return checked_view_sql(decl, table_name, shape, select, dialect)
     return (f"{checked_table_sql(table_name, decl, shape, dialect)};\n"
             + render("common/insert_select", dialect.quote, table=table_name, query=SQL(select)))

@@ -46,8 +46,13 @@ class _SparkSQL(Dialect):
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS STRING) = '-0.0')"
 
+    constraints = False
+
     def create(self, table: str, select: str, temporary: bool = False) -> str:
-        """A temporary view; the backend materializes it when it is created."""
+        """A temporary view, which the backend materializes when it is created; in a job
+        (`temporary`), a cached one (CACHE TABLE computes it at once)."""
+        if temporary:
+            return f"CACHE TABLE {self.q(table)} AS {select}"
         return f"CREATE OR REPLACE TEMPORARY VIEW {self.q(table)} AS {select}"
 
     def explode_list(self, pieces: str, positions: int, table: str, kept: list[str]) -> str:

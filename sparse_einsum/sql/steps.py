@@ -84,6 +84,9 @@ class Step:
     # the tables it reads: in its statement (also those that what is pipelined into it
     # reads) or as its kernels' constants
     reads: frozenset[str] = frozenset()
+    # its statement makes rows that no table holds (ranges of keys, explodes), so a
+    # relation it reads may be joined to many rows
+    generates_rows: bool = False
 
 
 class StepBuilder:
@@ -91,6 +94,7 @@ class StepBuilder:
 
     def __init__(self, prefix: str, counter: list[int]):
         self.prefix, self.counter, self.kernels = prefix, counter, []
+        self.generates_rows = False      # see `Step.generates_rows`
 
     def use(self, kind: str, spec, lists: tuple[bool, ...], returns_list: bool, **kw) -> str:
         self.counter[0] += 1

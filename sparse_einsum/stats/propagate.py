@@ -11,10 +11,16 @@ tuples, d the degrees (non-zeros per index). Where the inputs' degrees are known
 and any other pair the uniform estimate capped by a bound in the style of Galley's
 chain bound, min(|d_U|_2 |d_V|_2, T_U max d_V, T_V max d_U). The ratio to the uniform
 estimate (`join_skew`) scales the estimates where both operands keep other keys.
+
+Intermediates carry degrees too (`Lineage`): along each output axis of a product, the
+degrees of the operand axis it comes from, scaled by output over operand non-zeros, so
+the join of (A A) with A meets A's degrees again (their dot product, scaled) instead of
+the uniform estimate.
 """
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 from math import prod
 from typing import Mapping
@@ -22,7 +28,8 @@ from typing import Mapping
 from ..program.dag import Dag, Operand, Vertex
 from ..program.ops import keeps_finite, value_bound
 from ..tiling import tile_distinct
-from .tensor_stats import TensorStats, dense_stats, distinct_after, occupied
+from .tensor_stats import (Degrees, Lineage, TensorStats, dense_stats, distinct_after,
+                           occupied)
 
 
 @dataclass(frozen=True)
@@ -79,12 +86,61 @@ def join_skew(vertex: Vertex, ops: list[OperandStats]) -> float:
         return 1.0
     (label,) = shared
     uniform = u.nnz * v.nnz / max(u.distinct[label], v.distinct[label], 1.0)
-    if u.tensor is v.tensor:              # a tensor meeting itself: its degrees' dot product
-        a, b = sorted((u.labels.index(label), v.labels.index(label)))
-        exact = du[0] ** 2 if a == b else u.tensor.degrees.dots.get((a, b))
-        if exact is not None:
-            return exact / uniform
+    lu, lv = _lineage(u, label), _lineage(v, label)
+    if lu is not None and lv is not None and lu.base is lv.base:
+        degrees = lu.base.degrees
+        a, b = sorted((lu.axis, lv.axis))
+        exact = degrees.l2[a] ** 2 if a == b else degrees.dots.get((a, b))
+        if not lu.steps and not lv.steps and exact is not None:
+            return exact / uniform        # the input meeting itself: A[i,j] A[j,k]
+        hist = degrees.histograms.get((lu.axis, lv.axis))
+        if hist is not None:              # degrees following one input's: (A A)[i,k] A[k,l]
+            return float(hist.count @ (lu(hist.mean_a) * lv(hist.mean_b))) / uniform
     return min(uniform, du[0] * dv[0], u.nnz * dv[1], v.nnz * du[1]) / uniform
+
+
+def _lineage(o: OperandStats, label: str) -> Lineage | None:
+    """The input axis whose degrees an operand's follow on `label`, when known."""
+    if o.tensor is None:
+        return None
+    axis = o.labels.index(label)
+    if o.tensor.lineage is not None:
+        return o.tensor.lineage[axis]
+    return Lineage(o.tensor, axis) if o.tensor.degrees is not None else None
+
+
+def with_degrees(v: Vertex, ops: list[OperandStats], join: "JoinEstimate",
+                 out: TensorStats) -> TensorStats:
+    """`out` with the degrees of a product's (or element-wise operation's) output along
+    each label: those of the operand it comes from (of two, the one with more labels),
+    each index's join tuples m d(x) (m: join tuples per operand tuple) falling on the
+    groups of the other output labels (`Lineage`)."""
+    if not v.annihilates or (len(ops) == 1 and v.agg_labels) or out.nnz <= 0:
+        return out
+    lineage: list[Lineage | None] = []
+    for label in v.labels:
+        holders = sorted((o for o in ops if label in o.distinct), key=lambda o: -len(o.distinct))
+        found = None
+        if len(holders) == 1 or len(holders[0].distinct) > len(holders[1].distinct):
+            found = _lineage(holders[0], label)
+        if found is not None and holders[0].nnz > 0:
+            cap = prod(max(join.distinct[l], 1.0) for l in v.labels if l != label) \
+                if v.agg_labels else math.inf
+            found = found.then(join.tuples / holders[0].nnz, cap)
+        lineage.append(found)
+    if not any(lineage):
+        return out
+    l2, top = [], []
+    for axis, (x, n) in enumerate(zip(lineage, out.shape)):
+        if x is None:                                       # bounds only
+            l2.append(out.nnz)
+            top.append(min(out.nnz, prod(out.shape) / max(n, 1)))
+            continue
+        hist = x.base.degrees.histograms.get((x.axis, x.axis))
+        l2.append(math.sqrt(float(hist.count @ x(hist.mean_a) ** 2)) if hist is not None
+                  else prod(m for m, _ in x.steps) * x.base.degrees.l2[x.axis])
+        top.append(min(x(x.base.degrees.max[x.axis]), prod(out.shape) / max(n, 1)))
+    return replace(out, degrees=Degrees(tuple(l2), tuple(top), {}), lineage=tuple(lineage))
 
 
 def _degrees(o: OperandStats, shared: list[str]) -> tuple[float, float] | None:
@@ -215,4 +271,4 @@ def vertex_stats(dag: Dag, v: Vertex, stats: Mapping[str, TensorStats]) -> Tenso
         sup = support(v, ops, join, bounds)
         full = sup[frozenset(range(len(v.labels)))]
         out = replace(out, nnz=min(out.nnz, full), support=sup)
-    return out
+    return with_degrees(v, ops, join, out)

@@ -25,7 +25,9 @@ class TensorStats:
     max_abs: float = float("inf")   # a bound on |value| (exact for inputs)
     finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
     tile_counts: dict[Tiling, float] | None = None   # exact non-empty tiles (inputs)
-    degrees: "Degrees | None" = None        # exact degree statistics (inputs)
+    degrees: "Degrees | None" = None        # degree statistics (exact for inputs)
+    # per axis, the input axis whose degrees an intermediate's follow (None: unknown)
+    lineage: "tuple[Lineage | None, ...] | None" = field(default=None, compare=False)
     # tuples() per tiling, computed once (the optimizer asks for a few tilings many times)
     _tuples: dict[Tiling, float] = field(init=False, repr=False, compare=False,
                                          default_factory=dict)
@@ -58,16 +60,60 @@ class Degrees:
     l2: tuple[float, ...]                  # per axis: sqrt(sum_x d_a(x)^2)
     max: tuple[float, ...]                 # per axis: max_x d_a(x)
     dots: dict[tuple[int, int], float]     # axes a < b of one size: sum_x d_a(x) d_b(x)
+    # axes a, b of one size (a == b too): the indices x with d_a(x) > 0 grouped by
+    # log2 d_a(x), per group their count and means of d_a and d_b (`Histogram`)
+    histograms: dict[tuple[int, int], "Histogram"] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, counts: list[np.ndarray]) -> "Degrees":
         """From the degree vector of each axis (integers: their products are exact up to
         3e9 non-zeros and never go through BLAS, whose threads cost more than the sum)."""
         c = [x.astype(np.int64, copy=False) for x in counts]
+        pairs = [(a, b) for a in range(len(c)) for b in range(len(c)) if len(c[a]) == len(c[b])]
         return cls(tuple(math.sqrt(int(x @ x)) for x in c),
                    tuple(float(x.max(initial=0)) for x in c),
-                   {(a, b): float(c[a] @ c[b]) for a in range(len(c))
-                    for b in range(a + 1, len(c)) if len(c[a]) == len(c[b])})
+                   {(a, b): float(c[a] @ c[b]) for a, b in pairs if a < b},
+                   {(a, b): Histogram.of(c[a], c[b]) for a, b in pairs})
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Indices grouped by log2 of one degree vector d_a (those with d_a > 0): per group
+    the count and the means of d_a and of another axis's d_b at the same indices, so that
+    sum_x f(d_a(x)) g(d_b(x)) of increasing f, g is estimated from about 30 groups."""
+    count: np.ndarray
+    mean_a: np.ndarray
+    mean_b: np.ndarray
+
+    @classmethod
+    def of(cls, da: np.ndarray, db: np.ndarray) -> "Histogram":
+        kept = da > 0
+        group = np.log2(da[kept]).astype(np.int64)
+        count = np.bincount(group).astype(np.float64)
+        used = count > 0
+        count = count[used]
+        return cls(count, np.bincount(group, da[kept])[used] / count,
+                   np.bincount(group, db[kept])[used] / count)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """An intermediate's degrees along one axis as a function of an input's along one of
+    its axes (`base.degrees`): a product's output at index x holds the distinct groups
+    its join tuples at x fall on, d(x) = cap (1 - exp(-m d_in(x) / cap)), applied once per
+    product along the chain (`steps`: (m, cap) pairs; cap inf: just scaled)."""
+    base: TensorStats = field(compare=False)
+    axis: int
+    steps: tuple[tuple[float, float], ...] = ()
+
+    def then(self, m: float, cap: float) -> "Lineage":
+        return Lineage(self.base, self.axis, self.steps + ((m, cap),))
+
+    def __call__(self, degrees: np.ndarray | float) -> np.ndarray | float:
+        """The intermediate's degrees where the input's are `degrees`."""
+        for m, cap in self.steps:
+            degrees = degrees * m if math.isinf(cap) else cap * -np.expm1(-degrees * m / cap)
+        return degrees
 
 
 def _values(values: np.ndarray) -> dict:
@@ -201,4 +247,4 @@ def dense_stats(shape: tuple[int, ...], **values) -> TensorStats:
     return TensorStats(tuple(shape), float(prod(shape)), tuple(float(s) for s in shape), **values)
 
 
-__all__ = ["TensorStats", "Degrees", "exact_stats", "distinct_after", "dense_stats"]
+__all__ = ["TensorStats", "Degrees", "Histogram", "Lineage", "exact_stats", "distinct_after", "dense_stats"]

@@ -1,0 +1,1 @@
+SELECT se_extension_blas()

@@ -1,0 +1,1 @@
+SET {setting:ident} = {value:sql}

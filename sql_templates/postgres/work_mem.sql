@@ -1,0 +1,1 @@
+SELECT current_setting('work_mem'), pg_size_bytes(current_setting('work_mem'))

@@ -1,0 +1,1 @@
+CACHE TABLE {table:ident} AS SELECT {keys:sql}val FROM ({query:sql}) AS s

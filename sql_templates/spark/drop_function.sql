@@ -1,0 +1,1 @@
+DROP TEMPORARY FUNCTION IF EXISTS {function:ident}

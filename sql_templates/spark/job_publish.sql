@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS {output:ident};
+ALTER TABLE {staged:ident} RENAME TO {output:ident};

@@ -1,0 +1,1 @@
+SELECT {catalog:ident}.se_vsum(array(CAST(1 AS DOUBLE)))
