@@ -141,10 +141,10 @@ def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
 
 def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
     """An iteration runs the statements compiled once: one per parameter for its update
-    and its optimizer state together (joined side by side), the intermediates' drops, and one transaction
-    replacing the tables inside the engine; only the loss and the metrics are fetched,
-    nothing is loaded and A X is not computed again (the first iteration did, and kept
-    them), and the plan is not chosen again."""
+    and its optimizer state together (joined side by side), the intermediates' drops, and
+    one transaction replacing the tables inside the engine; only the loss and the metrics
+    are fetched, nothing is loaded and A X is not computed again (the first iteration did,
+    and kept them), and the plan is not chosen again."""
     data = gcn_data()
     options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
     try:
