@@ -319,18 +319,21 @@ class SparkBackend(Backend):
     # -- statements ---------------------------------------------------------
     @_reported
     def run(self, step: Step) -> None:
-        """Register the step's kernels, create its view (the statement) and materialize it;
-        then the kernels are no longer needed."""
+        """Register the step's kernels, materialize its query as its view; then the kernels
+        are no longer needed. The query is not made a view first: replacing a view
+        uncaches what was cached under it, which would be the statement's own data."""
         for use in step.kernels:
             self._register(use.name, *self._udf(use))
         partitions = self.shuffle_partitions(step.reads)
         previous = partitions and self.spark.conf.get(SHUFFLE_PARTITIONS)
+        create = self.dialect.create(step.target.table, "")
+        if not step.sql.startswith(create):
+            raise ValueError(f"step {step.label}: not a {create!r} statement")
         try:
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
-            self.execute(step.sql)
-            self.materialize(step.target.table, self.spark.table(
-                self.dialect.q(step.target.table)), step.reads)
+            self.materialize(step.target.table, self.spark.sql(step.sql[len(create):]),
+                             step.reads)
         finally:
             if partitions and not jvm_ended():
                 self.spark.conf.set(SHUFFLE_PARTITIONS, previous)
