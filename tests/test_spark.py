@@ -145,10 +145,14 @@ def test_nan_inf_and_exact_integers(spark):
 def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
     """On local[2] only (the other tests cover data crossing processes). With the JVM
     kernels no statement's executed plan runs Python or collects lists; the fallback's
-    do, and explain names it."""
+    do, and explain names it. No stage runs more tasks than the task slots."""
     if master(spark) != "local[2]":
         pytest.skip("Cora runs on local[2] only")
     from experiments.workloads import workload
+    from sparse_einsum.backends import spark_inputs
+    # every input from a Parquet file that is gone once loaded: a statement read after its
+    # inputs are dropped must come from its own cached data, not its lineage
+    monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
     from test_workloads import reference as workload_reference
     plans: list[str] = []
     materialize = spark.materialize
@@ -158,14 +162,21 @@ def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
         return materialize(view, frame, *reads)
 
     monkeypatch.setattr(spark, "materialize", recording)
+    tracker = spark.spark.sparkContext.statusTracker()
     for name in ("gcn2", "sparse_attention"):
         path, data = workload(name, "cora", hidden=16, d_k=16)
         with Session(path, data, backend=spark) as session:
+            before = set(tracker.getJobIdsForGroup(None))
             outputs = session.run("optimal").outputs
+            jobs = set(tracker.getJobIdsForGroup(None)) - before
             kernels = session.explain(top=1)["kernels"]
         got, = outputs.values()
         np.testing.assert_allclose(got, workload_reference(name, data), rtol=1e-9, atol=1e-9,
                                    err_msg=name)
+        # shuffle partitions from the data size: no stage runs more tasks than the slots
+        tasks = [tracker.getStageInfo(stage).numTasks for job in jobs
+                 for stage in tracker.getJobInfo(job).stageIds]
+        assert max(tasks) <= spark.parallelism, (name, tasks)
     python = [p for p in plans if any(w in p for w in PYTHON_OR_LISTS)]
     if jvm(spark):
         assert not python, python[0]
@@ -277,6 +288,42 @@ def test_each_jvm_kernel_matches_numpy(spark):
     for k in np.flatnonzero(g == 1):
         want[(k // 2) * 4:(k // 2) * 4 + 4] = v[k]
     check(got[0][0], want, "se_stack")
+
+
+def test_one_tuple_operands_are_converted_once_per_task(spark):
+    """Two one-tuple operands (scalar subqueries) in one projection over an aggregate's
+    rows, as in a GCN's fused statement: each is converted to a Java array once per task,
+    not once per row (the kernel jar counts its conversions)."""
+    if not jvm(spark) or master(spark) != "local[2]":
+        pytest.skip("the JVM kernels, on local[2]")
+    from sparse_einsum.kernels.numpy_kernels import run_kernel
+    from sparse_einsum.kernels.spec import KernelSpec
+    from sparse_einsum.sql.native import spec_literal
+    rng = np.random.default_rng(3)
+    rows, fn = 300, spark.dialect.fn
+    a, w1, w2 = rng.normal(size=(rows, 4)), rng.normal(size=(4, 3)), rng.normal(size=(3, 2))
+    _frame(spark, [(k, a[k].tolist()) for k in range(rows)], "k int, a array<double>", "se_t")
+    _frame(spark, [(w1.ravel().tolist(),)], "val array<double>", "se_w1")
+    _frame(spark, [(w2.ravel().tolist(),)], "val array<double>", "se_w2")
+    first = KernelSpec("mul", "sum", (3, 4), 1, ((0, 1), (1, 3)), (4, 12))    # a W1
+    second = KernelSpec("mul", "sum", (2, 3), 1, ((0, 1), (1, 2)), (3, 6))    # (a W1) W2
+    conversions = spark.spark._jvm.sparseeinsum.spark.Operands.conversions
+    partitions = spark.spark.conf.get("spark.sql.shuffle.partitions")
+    spark.spark.conf.set("spark.sql.shuffle.partitions", "2")
+    try:
+        before = conversions()
+        got = spark.query(
+            f"SELECT k, {fn('se_kernel2')}({spec_literal(second)}, {fn('se_kernel2')}("
+            f"{spec_literal(first)}, a, (SELECT val FROM se_w1)), (SELECT val FROM se_w2)) "
+            f"FROM (SELECT k, {fn('se_vsum')}(a) AS a FROM se_t GROUP BY k)")
+        converted = conversions() - before     # (ORDER BY would run the kernels twice)
+    finally:
+        spark.spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    want = run_kernel(second, run_kernel(first, a, np.tile(w1.ravel(), (rows, 1))),
+                      np.tile(w2.ravel(), (rows, 1)))
+    check(np.array([r[1] for r in sorted(got)]), want, "a W1 W2")
+    # each row's a and a W1, and the two operands once in each of at most 2 tasks
+    assert 2 * rows <= converted <= 2 * rows + 4, converted
 
 
 def _packed(x: np.ndarray) -> list[float]:

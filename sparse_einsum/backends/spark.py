@@ -18,6 +18,7 @@ become one-line errors: `spark_session`.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import warnings
@@ -44,12 +45,17 @@ from . import udfs
 from .base import Backend, arrow_columns, arrow_relation, relation_blocks
 from .spark_inputs import InputFiles
 from .spark_scratch import Scratch
-from .spark_session import (AGGREGATE_CONFIG, failure, first_line, forget_dead_jvm,
-                            is_local, jvm_ended, kernel_catalog_missing, start_session)
+from .spark_session import (AGGREGATE_CONFIG, CACHE_CONFIG, failure, first_line,
+                            forget_dead_jvm, is_local, jvm_ended, kernel_catalog_missing,
+                            start_session)
 
 DEFAULT_MASTER = "local[*]"
 # statements a view's lineage may reach back before it is written to a reliable checkpoint
 CHECKPOINT_DEPTH = 16
+# a statement's shuffle partitions: one per this many bytes it reads (adaptive execution's
+# advisory partition size), at least one per task slot
+PARTITION_BYTES = 64 << 20
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 _WARNED: set[str] = set()      # fallback reasons already warned of
 _ARRAY, _DOUBLE = "array<double>", "double"
 _SPARK_TYPES = {udfs.DOUBLE: _DOUBLE, udfs.LIST: _ARRAY, udfs.LISTS: "array<array<double>>"}
@@ -98,8 +104,11 @@ class SparkBackend(Backend):
             start_session(master or DEFAULT_MASTER, config)
         self.parallelism = parallelism or self._cluster_parallelism()
         self.dialect = self._kernels(native)
+        for key, value in CACHE_CONFIG.items():
+            self.spark.conf.set(key, value)
         self._frames: dict[str, tuple] = {}     # view -> (persisted DataFrame, checkpointed RDD)
         self._depth: dict[str, int] = {}          # view -> statements its lineage reaches back
+        self._bytes: dict[str, int] = {}          # view -> bytes of its cached data
         self._memory, self._task_memory = self._memory_settings()
         self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()),
                                   scratch=self._scratch)
@@ -228,12 +237,15 @@ class SparkBackend(Backend):
         frame.persist(StorageLevel.MEMORY_AND_DISK)
         cached = session.sharedState().cacheManager().lookupCachedData(frame._jdf).get() \
             .cachedRepresentation()
+        blocks = cached.cacheBuilder().cachedColumnBuffers()
         checkpointed = None
         if depth >= CHECKPOINT_DEPTH and self._checkpoints:
-            checkpointed = cached.cacheBuilder().cachedColumnBuffers()
+            checkpointed = blocks
             checkpointed.checkpoint()   # written after the job below, from the cached blocks
             depth = 0
-        frame.count()
+        blocks.count()      # one job that computes the cached blocks (a count of the frame
+        # would read them again and add a shuffle to one partition)
+        self._bytes[view] = int(cached.computeStats().sizeInBytes())
         # read through the cache with this frame's columns (an identical plan cached under
         # other names shares its data)
         rows = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
@@ -261,6 +273,7 @@ class SparkBackend(Backend):
         self.execute(render("common/drop_view", self.dialect.quote, table=rel.table))
         frame, checkpointed = self._frames.pop(rel.table, (None, None))
         self._depth.pop(rel.table, None)
+        self._bytes.pop(rel.table, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
             frame.unpersist(blocking=False)
         if checkpointed is not None:
@@ -307,17 +320,36 @@ class SparkBackend(Backend):
     # -- statements ---------------------------------------------------------
     @_reported
     def run(self, step: Step) -> None:
-        """Register the step's kernels, create its view (the statement) and materialize it;
-        then the kernels are no longer needed."""
+        """Register the step's kernels, materialize its query as its view; then the kernels
+        are no longer needed. The query is not made a view first: replacing a view
+        uncaches what was cached under it, which would be the statement's own data."""
         for use in step.kernels:
             self._register(use.name, *self._udf(use))
+        partitions = self.shuffle_partitions(step.reads)
+        previous = partitions and self.spark.conf.get(SHUFFLE_PARTITIONS)
+        create = self.dialect.create(step.target.table, "")
+        if not step.sql.startswith(create):
+            raise ValueError(f"step {step.label}: not a {create!r} statement")
         try:
-            self.execute(step.sql)
-            self.materialize(step.target.table, self.spark.table(
-                self.dialect.q(step.target.table)), step.reads)
+            if partitions:
+                self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
+            self.materialize(step.target.table, self.spark.sql(step.sql[len(create):]),
+                             step.reads)
         finally:
+            if partitions and not jvm_ended():
+                self.spark.conf.set(SHUFFLE_PARTITIONS, previous)
             for use in step.kernels if not jvm_ended() else ():
                 self.execute(render("spark/drop_function", self.dialect.quote, function=use.name))
+
+    def shuffle_partitions(self, reads: frozenset[str]) -> int | None:
+        """The shuffle partitions of a statement that reads the views `reads`: one per
+        PARTITION_BYTES of their cached data, at least one per task slot (adaptive execution
+        coalesces them further by the bytes each shuffle moves); None (the session's
+        setting) where a read's size is unknown."""
+        sizes = [self._bytes.get(name) for name in reads]
+        if not sizes or None in sizes:
+            return None
+        return max(self.parallelism or 1, math.ceil(sum(sizes) / PARTITION_BYTES))
 
     def _register(self, name: str, fn: Callable, returns: str) -> None:
         from pyspark.sql.functions import ArrowUDFType, arrow_udf

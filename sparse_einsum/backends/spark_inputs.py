@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-INLINE_BYTES = 8 << 20     # inputs up to this size travel inside the tasks
+INLINE_BYTES = 2 << 20     # inputs up to this size travel inside the tasks
 _ROW_GROUP_BYTES = 64 << 20
 
 

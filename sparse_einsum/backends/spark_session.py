@@ -42,6 +42,12 @@ CATALOG_KEY = f"spark.sql.catalog.{KERNEL_CATALOG}"
 # the JVM aggregates' states stay in the hash aggregate (the planner bounds groups x state
 # size: `unspillable_states`) instead of falling back to sorting the rows after 128 groups
 AGGREGATE_CONFIG = {"spark.sql.objectHashAggregate.sortBased.fallbackThreshold": str(2**31 - 1)}
+# a statement's cached result keeps the partitions adaptive execution coalesced its last
+# shuffle to (by default a cached plan keeps all spark.sql.shuffle.partitions of them, and
+# every later read of it runs a task for each), and is not compressed (choosing and
+# running the encodings of every column took longer than reading Parquet into the cache)
+CACHE_CONFIG = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+                "spark.sql.inMemoryColumnarStorage.compressed": "false"}
 _jar_missing: list[str] = []      # why start_session could not add the kernel jar
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 _EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"

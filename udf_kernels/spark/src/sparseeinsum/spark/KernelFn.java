@@ -51,27 +51,15 @@ public class KernelFn implements ScalarFunction<ArrayData> {
         return ks.run(input(ks, 0, a, fn), arity == 2 ? input(ks, 1, b, fn) : null, fn);
     }
 
-    /** Per thread, the last array object of each input and its values: a one-tuple
-     *  operand passed as a scalar subquery is one literal object for every row, converted
-     *  (and checked) once. */
-    private static final ThreadLocal<Object[]> LAST = ThreadLocal.withInitial(() -> new Object[4]);
-
-    /** Input k as a double[]: an array, a Double, or null (an array of zeros). */
+    /** Input k as a double[]: an array (converted once per task: `Operands`), a Double, or
+     *  null (an array of zeros). */
     static double[] input(KernelSpec ks, int k, Object x, String fn) {
         String which = k == 0 ? "a" : "b";
         if (x == null) {
             return new double[ks.packed[k] ? 0 : (int) ks.need[k]];
         }
-        Object[] last = LAST.get();
-        if (x == last[2 * k] && ((double[]) last[2 * k + 1]).length >= (ks.packed[k] ? 0 : ks.need[k])) {
-            return (double[]) last[2 * k + 1];
-        }
         double[] v = x instanceof Double ? new double[] {(Double) x}
-            : Arrays2.doubles((ArrayData) x, fn, "input " + which);
-        if (x instanceof ArrayData) {
-            last[2 * k] = x;
-            last[2 * k + 1] = v;
-        }
+            : Operands.doubles((ArrayData) x, fn, "input " + which);
         if (!ks.packed[k] && v.length < ks.need[k]) {
             throw new IllegalArgumentException(fn + ": input " + which + " has " + v.length
                 + " elements but spec \"" + ks.text + "\" reads " + ks.need[k]);

@@ -2,6 +2,8 @@ package sparseeinsum.spark;
 
 import dev.ludovic.netlib.blas.BLAS;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -31,23 +33,27 @@ final class KernelSpec {
     Gemm gemm;                               // non-null: the kernel is a matrix product
     Sparse sparse;                           // non-null: runs over its packed input's non-zeros
 
-    private static final ThreadLocal<Object[]> LAST = ThreadLocal.withInitial(() -> new Object[2]);
+    private static final ThreadLocal<Map<UTF8String, KernelSpec>> PARSED =
+        ThreadLocal.withInitial(HashMap::new);
 
-    /** The parsed spec of `text`, the last one parsed on this thread if it is the same. */
+    /** The parsed spec of `text`, parsed once per thread (a statement's kernels alternate
+     *  row by row). */
     static KernelSpec of(UTF8String text, String fn) {
-        Object[] last = LAST.get();
-        if (text.equals(last[0])) {
-            return (KernelSpec) last[1];
+        Map<UTF8String, KernelSpec> parsed = PARSED.get();
+        KernelSpec ks = parsed.get(text);
+        if (ks != null) {
+            return ks;
         }
-        KernelSpec ks;
         try {
             ks = new KernelSpec(text.toString());
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(
                 fn + ": invalid kernel spec \"" + text + "\": " + e.getMessage());
         }
-        last[0] = text.clone();
-        last[1] = ks;
+        if (parsed.size() >= 64) {
+            parsed.clear();
+        }
+        parsed.put(text.clone(), ks);
         return ks;
     }
 
@@ -193,7 +199,7 @@ final class KernelSpec {
     void runInto(double[] a, double[] b, double[] out, double beta, String fn) {
         double[][] in = {a, b};
         if (packed[0] || packed[1]) {
-            if (sparse != null && finite(in[1 - sparse.s])) {
+            if (sparse != null && Operands.finite(in[1 - sparse.s])) {
                 sparse.add(in[sparse.s], in[1 - sparse.s], out, beta, fn);
                 return;
             }
@@ -272,21 +278,6 @@ final class KernelSpec {
     /** Whether a relation stores x: anything but +0.0 (1 / -0.0 is -inf, as in NumPy). */
     static boolean stored(double x) {
         return Double.doubleToRawLongBits(x) != 0L;
-    }
-
-    private static final ThreadLocal<double[]> LAST_FINITE = new ThreadLocal<>();
-
-    /** allFinite, remembered for the last array found finite on this thread (a shared
-     *  operand is one array for every row: KernelFn.input). */
-    static boolean finite(double[] x) {
-        if (x == LAST_FINITE.get()) {
-            return true;
-        }
-        boolean ok = allFinite(x);
-        if (ok) {
-            LAST_FINITE.set(x);
-        }
-        return ok;
     }
 
     static boolean allFinite(double[] x) {
