@@ -26,7 +26,6 @@ import os
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
@@ -39,6 +38,7 @@ from sparse_einsum.blocks import decompose
 from sparse_einsum.sql.pipeline import statement_query
 
 from . import harness
+from .bench_spmm import spmm_data
 from .common import Report
 
 
@@ -137,11 +137,7 @@ def _run(dsn: str, args: argparse.Namespace, argv: list[str] | None) -> None:
     install_kernels(dsn)
     report = Report()
     report(harness.Provenance("bench_pg_loads", argv).header())
-    rng = np.random.default_rng(0)
-    a = sp.csr_matrix((rng.random(args.nnz), (rng.integers(0, args.rows, args.nnz),
-                                              rng.integers(0, args.rows, args.nnz))),
-                      shape=(args.rows, args.rows))
-    h = rng.normal(size=(args.rows, args.width))
+    a, h = spmm_data(args.rows, args.nnz, args.width)
     expected = a @ h
     report(f"SpMM: {a.nnz:,} non-zeros, {args.rows:,} rows, f = {args.width}; "
            f"median of {args.repeats}, side by side")

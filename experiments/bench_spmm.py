@@ -43,6 +43,15 @@ def _parts(a, h, expected, backend: str, options: dict) -> tuple[dict[str, float
         return parts, plan.uclc(session.dag, session.dag.vertex("OUT"))
 
 
+def spmm_data(rows: int, nnz: int, width: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """A random rows x rows CSR matrix of about `nnz` non-zeros and dense rows x `width`
+    features (seeded)."""
+    rng = np.random.default_rng(0)
+    a = sp.csr_matrix((rng.random(nnz), (rng.integers(0, rows, nnz),
+                                         rng.integers(0, rows, nnz))), shape=(rows, rows))
+    return a, rng.normal(size=(rows, width))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m experiments.bench_spmm",
                                  description=__doc__.splitlines()[0])
@@ -58,11 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     report, provenance = Report(), harness.Provenance("bench_spmm", argv)
     report(provenance.header())
 
-    rng = np.random.default_rng(0)
-    a = sp.csr_matrix((rng.random(args.nnz), (rng.integers(0, args.rows, args.nnz),
-                                              rng.integers(0, args.rows, args.nnz))),
-                      shape=(args.rows, args.rows))
-    h = rng.normal(size=(args.rows, args.width))
+    a, h = spmm_data(args.rows, args.nnz, args.width)
     expected = a @ h
     report(f"SpMM: {a.nnz:,} non-zeros, {args.rows:,} rows, f = {args.width}; "
            f"median of {args.repeats}")
