@@ -39,6 +39,7 @@ from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.dialect import Dialect
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
+from ..sql.pipeline import statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
 from ..sql.templates import render
 from . import udfs
@@ -327,14 +328,11 @@ class SparkBackend(Backend):
             self._register(use.name, *self._udf(use))
         partitions = self.shuffle_partitions(step.reads)
         previous = partitions and self.spark.conf.get(SHUFFLE_PARTITIONS)
-        create = self.dialect.create(step.target.table, "")
-        if not step.sql.startswith(create):
-            raise ValueError(f"step {step.label}: not a {create!r} statement")
         try:
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
-            self.materialize(step.target.table, self.spark.sql(step.sql[len(create):]),
-                             step.reads)
+            self.materialize(step.target.table,
+                             self.spark.sql(statement_query(step, self.dialect)), step.reads)
         finally:
             if partitions and not jvm_ended():
                 self.spark.conf.set(SHUFFLE_PARTITIONS, previous)
