@@ -91,28 +91,9 @@ final class Aggregates {
     }
 
     /** Base of the aggregates returning a group's array. */
-    abstract static class ArrayAgg implements AggregateFunction<Object[], ArrayData> {
-        final String name;
-        final DataType[] inputs;
-
+    abstract static class ArrayAgg extends Bound implements AggregateFunction<Object[], ArrayData> {
         ArrayAgg(String name, DataType[] inputs) {
-            this.name = name;
-            this.inputs = inputs;
-        }
-
-        @Override
-        public String name() {
-            return name;
-        }
-
-        @Override
-        public DataType[] inputTypes() {
-            return inputs;
-        }
-
-        @Override
-        public DataType resultType() {
-            return KernelFn.ARRAY;
+            super(name, KernelFn.ARRAY, inputs);
         }
 
         @Override
@@ -344,20 +325,9 @@ final class Aggregates {
     }
 
     /** se_stack_packed(pos, val): a group's scalars packed sparse, sorted by position. */
-    static final class StackPacked implements AggregateFunction<Object[], ArrayData> {
-        @Override
-        public String name() {
-            return "se_stack_packed";
-        }
-
-        @Override
-        public DataType[] inputTypes() {
-            return new DataType[] {DataTypes.LongType, DataTypes.DoubleType};
-        }
-
-        @Override
-        public DataType resultType() {
-            return KernelFn.ARRAY;
+    static final class StackPacked extends Bound implements AggregateFunction<Object[], ArrayData> {
+        StackPacked() {
+            super("se_stack_packed", KernelFn.ARRAY, DataTypes.LongType, DataTypes.DoubleType);
         }
 
         @Override

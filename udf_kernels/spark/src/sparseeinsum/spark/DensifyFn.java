@@ -6,20 +6,9 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 
 /** se_densify(packed, size): a packed sparse payload as a dense array of size elements. */
-public class DensifyFn implements ScalarFunction<ArrayData> {
-    @Override
-    public String name() {
-        return "se_densify";
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return new DataType[] {KernelFn.ARRAY, DataTypes.LongType};
-    }
-
-    @Override
-    public DataType resultType() {
-        return KernelFn.ARRAY;
+public class DensifyFn extends Bound implements ScalarFunction<ArrayData> {
+    DensifyFn() {
+        super("se_densify", KernelFn.ARRAY, KernelFn.ARRAY, DataTypes.LongType);
     }
 
     public static ArrayData invoke(ArrayData packed, long size) {

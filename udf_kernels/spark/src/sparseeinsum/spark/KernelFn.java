@@ -12,29 +12,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  * missing from an outer join), a NULL scalar or spec gives NULL. The static `invoke`
  * methods are what Spark's generated code calls.
  */
-public class KernelFn implements ScalarFunction<ArrayData> {
+public class KernelFn extends Bound implements ScalarFunction<ArrayData> {
     static final DataType ARRAY = DataTypes.createArrayType(DataTypes.DoubleType);
-    final String name;
-    final DataType[] inputs;
 
     KernelFn(String name, DataType[] inputs) {
-        this.name = name;
-        this.inputs = inputs;
-    }
-
-    @Override
-    public String name() {
-        return name;
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return inputs;
-    }
-
-    @Override
-    public DataType resultType() {
-        return ARRAY;
+        super(name, ARRAY, inputs);
     }
 
     /** The kernel of `spec` (checked against what `fn` takes) on inputs a and b. */

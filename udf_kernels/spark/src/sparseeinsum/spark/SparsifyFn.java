@@ -6,20 +6,9 @@ import org.apache.spark.sql.types.DataType;
 
 /** se_sparsify(v): a dense array packed sparse (the offsets of its stored values, then
  *  the values). */
-public class SparsifyFn implements ScalarFunction<ArrayData> {
-    @Override
-    public String name() {
-        return "se_sparsify";
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return new DataType[] {KernelFn.ARRAY};
-    }
-
-    @Override
-    public DataType resultType() {
-        return KernelFn.ARRAY;
+public class SparsifyFn extends Bound implements ScalarFunction<ArrayData> {
+    SparsifyFn() {
+        super("se_sparsify", KernelFn.ARRAY, KernelFn.ARRAY);
     }
 
     public static ArrayData invoke(ArrayData v) {

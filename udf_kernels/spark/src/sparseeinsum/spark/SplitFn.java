@@ -9,20 +9,10 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** se_split(gather spec, a): every sub-tensor of a, in position order (NULL where a piece
  *  is all +0.0; a piece of -0.0 is kept: 1 / -0.0 is -inf). */
-public class SplitFn implements ScalarFunction<ArrayData> {
-    @Override
-    public String name() {
-        return "se_split";
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return new DataType[] {DataTypes.StringType, KernelFn.ARRAY};
-    }
-
-    @Override
-    public DataType resultType() {
-        return DataTypes.createArrayType(KernelFn.ARRAY);
+public class SplitFn extends Bound implements ScalarFunction<ArrayData> {
+    SplitFn() {
+        super("se_split", DataTypes.createArrayType(KernelFn.ARRAY), DataTypes.StringType,
+              KernelFn.ARRAY);
     }
 
     public static ArrayData invoke(UTF8String s, ArrayData a) {

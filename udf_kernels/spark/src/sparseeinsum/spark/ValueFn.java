@@ -8,28 +8,9 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** se_value1(spec, a), se_value2(spec, a, b): the one element of the kernel's result
  *  (inputs as for se_kernel1/2; a NULL scalar gives NULL). */
-public class ValueFn implements ScalarFunction<Double> {
-    final String name;
-    final DataType[] inputs;
-
+public class ValueFn extends Bound implements ScalarFunction<Double> {
     ValueFn(String name, DataType[] inputs) {
-        this.name = name;
-        this.inputs = inputs;
-    }
-
-    @Override
-    public String name() {
-        return name;
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return inputs;
-    }
-
-    @Override
-    public DataType resultType() {
-        return DataTypes.DoubleType;
+        super(name, DataTypes.DoubleType, inputs);
     }
 
     private static double out(UTF8String s, int arity, Object a, Object b) {
