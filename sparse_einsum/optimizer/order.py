@@ -40,6 +40,14 @@ PRICED = 4
 DENSE = 0.5
 
 
+@dataclass(frozen=True)
+class ProductKind:
+    """The product's operation and aggregate: a sum of products, or with "add" and min or
+    max a min-plus or max-plus product."""
+    op: str = "mul"
+    agg: str = "sum"
+
+
 @dataclass
 class SparsePaths:
     """A `PathChooser` for `lower`: the cheapest path under the cost model.
@@ -86,9 +94,9 @@ class SparsePaths:
         self._known = len(dag.vertices)
 
     def product_dag(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-                    target: tuple[str, ...], const: float, kind: ProductKind = None) -> Dag:
+                    target: tuple[str, ...], const: float,
+                    kind: ProductKind = ProductKind()) -> Dag:
         """The product's vertices along `path`, its operands as inputs (output ``~out``)."""
-        kind = kind or ProductKind()
         product = _scratch(dag, operands, ["~out"])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
         count = itertools.count(1)
@@ -98,10 +106,11 @@ class SparsePaths:
         return product
 
     def price(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-              target: tuple[str, ...], const: float = 1.0, kind: ProductKind = None) -> float:
+              target: tuple[str, ...], const: float = 1.0,
+              kind: ProductKind = ProductKind()) -> float:
         """Cost of the best plan of the product along `path` (inf when none fits), over
         promotions and demotions (tiles are left to the plan of the whole program)."""
-        product, stats = self._product(dag, operands, path, target, const, kind or ProductKind())
+        product, stats = self._product(dag, operands, path, target, const, kind)
         ctx = OptimizerContext.build(
             product, stats, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
@@ -110,9 +119,9 @@ class SparsePaths:
         return found[0].total if found else math.inf
 
     def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,
-             target: tuple[str, ...], kind: ProductKind = None) -> float:
+             target: tuple[str, ...], kind: ProductKind = ProductKind()) -> float:
         """Estimated relational join plus output tuples, summed over the path's vertices."""
-        product, stats = self._product(dag, operands, path, target, 1.0, kind or ProductKind())
+        product, stats = self._product(dag, operands, path, target, 1.0, kind)
         return sum(_work(v, stats) for v in product.vertices)
 
     def _product(self, dag: Dag, operands: list[Operand], path: ContractionPath,
@@ -130,10 +139,9 @@ class SparsePaths:
         return found
 
     def greedy_path(self, dag: Dag, operands: list[Operand], target: tuple[str, ...],
-                    kind: ProductKind = None) -> ContractionPath:
+                    kind: ProductKind = ProductKind()) -> ContractionPath:
         """At each step, contract the pair of least estimated work (opt_einsum's greedy,
         with estimated non-zeros instead of dense sizes)."""
-        kind = kind or ProductKind()
         scratch = _scratch(dag, operands, [])
         sizes = {l: n for o in operands for l, n in zip(o.labels, dag.shapes[o.tensor])}
         stats = {t: self.stats[t] for t in scratch.inputs}
@@ -157,14 +165,6 @@ class SparsePaths:
                 Operand(v.name, v.labels)]
             path.append((i, j))
         return path
-
-
-@dataclass(frozen=True)
-class ProductKind:
-    """The product's operation and aggregate: a sum of products, or with "add" and min or
-    max a min-plus or max-plus product."""
-    op: str = "mul"
-    agg: str = "sum"
 
 
 def _scratch(dag: Dag, operands: list[Operand], outputs: list[str]) -> Dag:
