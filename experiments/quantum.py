@@ -27,11 +27,14 @@ decides whether ``i``/``j`` become relational keys.
     expected = quantum_reference("qft", 5)       # (2, 32) real/imag, from qiskit
 
     python -m experiments.quantum qft 5 [--plan optimal] [--repeats 3] [--out FILE.csv]
-    # on DuckDB, side by side with dense NumPy, every result checked against qiskit
+                                 [--backend duckdb|postgres|spark ...] [--dsn DSN]
+    # side by side with dense NumPy on each backend (DuckDB unless given; one open
+    # backend each, Spark on local[2]), every result checked against qiskit
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -89,8 +92,12 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", default="optimal")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", help="write the medians to this CSV file")
+    ap.add_argument("--backend", action="append", choices=("duckdb", "postgres", "spark"),
+                    help="engine to run on (repeat for several; default duckdb)")
+    ap.add_argument("--dsn", help="PostgreSQL connection string (default $SE_TEST_PG_DSN)")
     args = ap.parse_args(argv)
     from sparse_einsum.api import run
+    from sparse_einsum.backends import open_backend
 
     from . import harness
     from .common import Report
@@ -102,11 +109,20 @@ def _main(argv: list[str] | None = None) -> int:
     report(f"{args.circuit} on {args.n_qubits} qubits: {len(gates)} layers, "
            f"mean gate density {density:.4f}")
     expected, errors = quantum_reference(args.circuit, args.n_qubits), []
-    sql = f"se.run, plan {args.plan}"
-    timings = harness.side_by_side(
-        {"numpy dense": lambda: numpy_simulate(data),
-         sql: lambda: run(text, data, plan=args.plan)[output_name(data)]},
-        args.repeats, check=lambda name, out: errors.append(np.abs(out - expected).max()))
+    dsn = {"postgres": {"dsn": args.dsn or os.environ.get("SE_TEST_PG_DSN")}}
+    backends = {name: open_backend(name, **dsn.get(name, {}))[0]
+                for name in args.backend or ["duckdb"]}
+    methods = {"numpy dense": lambda: numpy_simulate(data)}
+    for name, backend in backends.items():
+        methods[f"se.run on {name}, plan {args.plan}"] = (
+            lambda b=backend: run(text, data, plan=args.plan, backend=b)[output_name(data)])
+    try:
+        timings = harness.side_by_side(
+            methods, args.repeats,
+            check=lambda name, out: errors.append(np.abs(out - expected).max()))
+    finally:
+        for backend in backends.values():
+            backend.close()
     report.timings(f"{args.circuit}, {args.n_qubits} qubits", timings, "numpy dense",
                    circuit=args.circuit, qubits=args.n_qubits)
     report(f"max |result - qiskit| = {max(errors):.2e}")

@@ -186,3 +186,34 @@ def test_steps_say_whether_they_generate_rows():
                     assert step.generates_rows == ranges, (plan, step.label)
                     found.add(ranges)
     assert found == {True, False}
+
+
+def test_postgres_computes_each_streamed_intermediate_once(pg):
+    """A chain of products streamed into one statement: PostgreSQL runs every aggregate
+    once (inlined, its planner ran the inner aggregates again for each outer row of a
+    nested loop, at every level: 8^depth kernel calls in a quantum circuit)."""
+    from experiments.quantum import output_name, quantum_reference, quantum_workload
+    from sparse_einsum.sql.pipeline import statement_query
+    text, data = quantum_workload("qft", 7)
+    loops: list[int] = []
+    run_step = pg.run
+
+    def explained(step):
+        run_step(step)                     # stores the inputs it reads first
+        if len(step.pipelined) >= 4:
+            plan = pg.conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) "
+                                   + statement_query(step, pg.dialect)).fetchone()[0]
+            nodes = [plan[0]["Plan"]]
+            while nodes:
+                node = nodes.pop()
+                nodes += node.get("Plans", [])
+                if node["Node Type"] == "Aggregate":
+                    loops.append(node["Actual Loops"])
+
+    pg.run = explained
+    try:
+        got = se.run(text, data, backend=pg)[output_name(data)]
+    finally:
+        del pg.run
+    np.testing.assert_allclose(got, quantum_reference("qft", 7), atol=1e-12)
+    assert loops and max(loops) == 1, loops

@@ -69,6 +69,8 @@ class Dialect:
     isnan_sql: ClassVar[str] = "isnan({x})"
     # an exploded value that needs a tuple: anything but +0.0 (1 / -0.0 is -inf)
     nonzero_sql: ClassVar[str] = "{x} <> 0"
+    # an intermediate streamed into its reader's statement, computed once
+    streamed_sql: ClassVar[str] = "{name} AS ({query})"
 
     def __init__(self, integers: bool = False):
         self.integers = integers      # values are BIGINT (exact integers) instead of doubles
@@ -102,12 +104,15 @@ class Dialect:
         kind = "TEMP TABLE" if temporary else self.table_kind
         return f"CREATE {kind} {self.q(table)}{self.table_options} AS {select}"
 
-    def with_tables(self, tables: list[tuple[str, str]], select: str) -> str:
-        """`select` reading the (name, query) pairs as common table expressions, in order."""
-        if not tables:
-            return select
-        return "WITH " + ", ".join(f"{self.q(name)} AS ({query})" for name, query in tables) \
-            + " " + select
+    def with_tables(self, tables: list[tuple[str, str]], select: str,
+                    streamed: list[tuple[str, str]] = ()) -> str:
+        """`select` reading the (name, query) pairs of `tables` (relations that come with
+        the statement) and then of `streamed` (intermediates: `streamed_sql`) as common
+        table expressions, in order."""
+        ctes = [f"{self.q(name)} AS ({query})" for name, query in tables]
+        ctes += [self.streamed_sql.format(name=self.q(name), query=query)
+                 for name, query in streamed]
+        return "WITH " + ", ".join(ctes) + " " + select if ctes else select
 
     def range_from(self, n: int, column: str) -> str:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)

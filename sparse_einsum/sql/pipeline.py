@@ -74,5 +74,5 @@ def statement_query(step: Step, dialect: Dialect, inputs: list[tuple[str, str]] 
     """The SELECT whose rows a step's statement stores: its query, with what is streamed
     into it (after the (table, query) pairs of `inputs`, relations the engine gets with
     the statement) as common table expressions."""
-    return dialect.with_tables([*inputs, *((p.target.table, p.query) for p in step.pipelined)],
-                               step.query)
+    return dialect.with_tables(list(inputs), step.query,
+                               [(p.target.table, p.query) for p in step.pipelined])

@@ -28,6 +28,9 @@ class PostgresDialect(NativeDialect):
     isnan_sql = "({x} = 'NaN'::float8)"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS text) = '-0')"
     array_of_scalar = "ARRAY[{}]"
+    # computed once: inlined, the planner may run a streamed aggregate again for every row
+    # of a nested loop's outer side, once more at each level of a chain
+    streamed_sql = "{name} AS MATERIALIZED ({query})"
     capabilities = Capabilities(packed_stacks=True, constants_once=False)
     packed_stack_sql = ("array_agg(CAST({pos} AS float8) ORDER BY {pos}) "
                         "|| array_agg({val} ORDER BY {pos})")

@@ -13,13 +13,13 @@ CREATE UNLOGGED TABLE "g_1_t6"
 WITH (
   toast_tuple_target=8160
 ) AS
-WITH "g_1_t3" AS (
+WITH "g_1_t3" AS MATERIALIZED (
   SELECT
     SE_KERNEL2('mul;sum;2;6,5,4;4,0,1;0,1,5', u0.val, u1.val) AS val
   FROM "g_1_t1" AS u0
   JOIN "g_1_t2" AS u1
     ON TRUE
-), "g_1_t4" AS (
+), "g_1_t4" AS MATERIALIZED (
   SELECT
     (
       p / 5

@@ -13,7 +13,7 @@ CREATE UNLOGGED TABLE "g_1_t6"
 WITH (
   toast_tuple_target=8160
 ) AS
-WITH "g_1_t3" AS (
+WITH "g_1_t3" AS MATERIALIZED (
   SELECT
     "i_0",
     "j_1",
@@ -32,7 +32,7 @@ WITH "g_1_t3" AS (
   GROUP BY
     "i_0",
     "j_1"
-), "g_1_t4" AS (
+), "g_1_t4" AS MATERIALIZED (
   SELECT
     "i_0" AS "i_0",
     SE_STACK('5;5;1;;', ARRAY[val], (

@@ -48,7 +48,7 @@ CREATE UNLOGGED TABLE "g_1_t5"
 WITH (
   toast_tuple_target=8160
 ) AS
-WITH "g_1_t4" AS (
+WITH "g_1_t4" AS MATERIALIZED (
   SELECT
     u0."i_0" AS "i_0",
     SE_VALUE1('id;max;0;4;1', u0.val) AS val
@@ -71,7 +71,7 @@ CREATE UNLOGGED TABLE "g_1_t8"
 WITH (
   toast_tuple_target=8160
 ) AS
-WITH "g_1_t7" AS (
+WITH "g_1_t7" AS MATERIALIZED (
   SELECT
     SE_KERNEL1(
       'exp;sum;1;6;1',
@@ -83,7 +83,7 @@ WITH "g_1_t7" AS (
   ) AS dom
   LEFT JOIN "g_1_t5" AS u0
     ON TRUE
-), "g_1_t6" AS (
+), "g_1_t6" AS MATERIALIZED (
   SELECT
     SE_VALUE1(
       'exp;sum;0;6;1',

@@ -12,7 +12,7 @@ CREATE UNLOGGED TABLE "g_1_t5"
 WITH (
   toast_tuple_target=8160
 ) AS
-WITH "g_1_t3" AS (
+WITH "g_1_t3" AS MATERIALIZED (
   SELECT
     u0."i_0" AS "i_0",
     u0."j_1" AS "j_1",
