@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--epochs", type=int, help="train and compare the loss per epoch")
     mode.add_argument("--iterations", type=int, help="time single iterations")
-    ap.add_argument("--backend", default="duckdb", choices=("duckdb", "postgres"))
+    ap.add_argument("--backend", default="duckdb", choices=("duckdb", "postgres", "spark"))
     ap.add_argument("--dsn")
     ap.add_argument("--memory-limit", dest="memory_limit")
     ap.add_argument("--plan", default="optimal")

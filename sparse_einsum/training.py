@@ -38,6 +38,7 @@ from .sql.compiler import Combined, combined_query
 from .sql.dialect import Dialect
 from .sql.steps import TableRelation, key_column
 from .sql.templates import SQL, render
+from .training_store import replacement_sql, training_store
 
 
 def input_shapes(program: Program, data: dict[str, object]) -> dict[str, tuple[int, ...]]:
@@ -174,34 +175,20 @@ class TrainingProgram:
                 for p, cols in self.columns.items()}
 
 
-DROP = {"TABLE": "common/drop_table", "VIEW": "common/drop_view"}    # by table_type
-
-
-def replacement_sql(job: TrainingProgram, d: Dialect) -> list[str]:
-    """The statements that end an iteration, in its transaction: each parameter's table
-    replaced by its next table, and the step counted."""
-    out = []
-    for param in job.params:
-        table, new = job.table(param), job.next_table(param)
-        out += [render("common/delete_rows", d.quote, table=table),
-                render("common/copy_rows", d.quote, table=table, rows=new),
-                render("common/train_drop_next", d.quote, table=new)]
-    return out + [render("common/train_step", d.quote, table=job.table("step"))]
-
-
-def view_sql(job: TrainingProgram, d: Dialect) -> list[str]:
+def view_sql(job: TrainingProgram, d: Dialect, templates: str = "common") -> list[str]:
     """The views of the optimizer's state (columns of the parameters' tables) and of its
-    per-step scalars (of the step about to run: the count in ``<tables>_step`` plus one)."""
+    per-step scalars (of the step about to run: the count in ``<tables>_step`` plus one),
+    from the templates in folder `templates`."""
     out = []
     for param, cols in job.columns.items():
         keys = SQL("".join(f"{d.q(c)}, " for c in
                            _relation(job, param, job.table(param)).columns))
-        out += [render("common/column_view", d.quote, view=job.table(tensor), keys=keys,
+        out += [render(f"{templates}/column_view", d.quote, view=job.table(tensor), keys=keys,
                        column=column, table=job.table(param))
                 for column, tensor in cols.items() if tensor != param]
     for name, sql in job.optimizer.scalars_sql(job.options, "(step + 1)").items():
-        out.append(render("common/value_view", d.quote, view=job.table(name), value=SQL(sql),
-                          table=job.table("step")))
+        out.append(render(f"{templates}/value_view", d.quote, view=job.table(name),
+                          value=SQL(sql), table=job.table("step")))
     return out
 
 
@@ -314,6 +301,9 @@ class Trainer:
                                     optimizer=optimizer, tables=tables, dropout=dropout, **options)
         self.rng = np.random.default_rng(seed)
         self.backend, self._owns_backend = open_backend(backend, **(backend_options or {}))
+        self.store = training_store(self.backend)
+        self.store.lasting([self.table(n) for n in self.job.stored]
+                           + [self.job.next_table(p) for p in self.job.params])
         self.session: Session | None = None
         self.last_run: Execution | None = None       # of the last iteration: its steps
         self._loaded: dict[str, TableRelation] = {}  # tables of the data, kept across iterations
@@ -335,17 +325,17 @@ class Trainer:
 
     # -- tables ------------------------------------------------------------------
     def _create_tables(self, resume: bool) -> None:
-        job, d = self.job, self.backend.dialect
+        job, store = self.job, self.store
         tables = job.params + list(job.dropout) + ["step"]
-        with self.backend.transaction():
-            if resume and self._kind(self.table("step")):
+        with store.transaction():
+            if resume and store.kind(self.table("step")):
                 for name in tables:
                     self._check_layout(name)
             else:
                 for name in job.state + job.scalars + tables:   # views before their tables
-                    kind = self._kind(self.table(name))
+                    kind = store.kind(self.table(name))
                     if kind:
-                        self.backend.execute(render(DROP[kind], d.quote, table=self.table(name)))
+                        store.drop(self.table(name), kind)
                 for name in job.params:
                     if name not in job.initial:
                         raise DataError(f"no initial value for parameter {name} (and no "
@@ -353,17 +343,9 @@ class Trainer:
                     self._create_store(name)
                 for name in job.dropout:
                     self._write(name, np.zeros(job.shapes[name]), create=True)
-                self.backend.execute(render("common/train_step_table", d.quote,
-                                            table=self.table("step")))
-            for sql in view_sql(job, self.backend.dialect):
+                store.create_step(self.table("step"))
+            for sql in view_sql(job, self.backend.dialect, store.templates):
                 self.backend.execute(sql)
-
-    def _kind(self, table: str) -> str | None:
-        """TABLE or VIEW: what `table` is, None when there is none."""
-        d = self.backend.dialect
-        rows = self.backend.query(render("common/table_type", d.quote, param=SQL(d.param)),
-                                  [table])
-        return ("VIEW" if rows[0][0] == "VIEW" else "TABLE") if rows else None
 
     def _check_layout(self, name: str) -> None:
         """Resuming: the table of `name` is there with the columns this version writes."""
@@ -387,8 +369,7 @@ class Trainer:
             rel = _relation(job, param, f"{self.table(param)}_staging_{column}")
             self.backend.load(rel, _tiles(value, rel.tiling))
             staged[column] = rel
-        self.backend.execute(render("common/create_table_as", d.quote, table=self.table(param),
-                                    query=SQL(combined_query(staged, d))))
+        self.store.create(self.table(param), combined_query(staged, d))
         for rel in staged.values():
             self.backend.drop(rel)
 
@@ -396,11 +377,7 @@ class Trainer:
         """Replace the table of dropout mask `name` by `value`, every entry a row."""
         staging = _relation(self.job, name, f"{self.table(name)}_staging")
         self.backend.load(staging, _tiles(value, staging.tiling))
-        quote, target = self.backend.dialect.quote, self.table(name)
-        if not create:
-            self.backend.execute(render("common/delete_rows", quote, table=target))
-        self.backend.execute(render("common/create_copy" if create else "common/copy_rows",
-                                    quote, table=target, rows=staging.table))
+        self.store.write(self.table(name), staging.table, create)
         self.backend.drop(staging)
 
     def step_count(self) -> int:
@@ -419,15 +396,14 @@ class Trainer:
         and the metrics (the parameters stay in the engine: `parameters`)."""
         job = self.job
         if job.dropout:
-            with self.backend.transaction():
+            with self.store.transaction():
                 for name, rate in job.dropout.items():
                     self._write(name, (self.rng.random(job.shapes[name]) >= rate) / (1.0 - rate))
         try:
             self.last_run = execute(self.compiled, self._arrays, self.backend,
                                     resident=self._loaded)
-            with self.backend.transaction():
-                for sql in replacement_sql(job, self.backend.dialect):
-                    self.backend.execute(sql)
+            with self.store.transaction():
+                self.store.finish(job)
         except BaseException:
             for rel in self.compiled.combined.values():
                 self.backend.drop(rel)

@@ -432,3 +432,30 @@ def test_a_lost_executor_loses_no_data(spark, monkeypatch):
     for name in got:
         check(got[name], want[name], f"{name} after a lost executor")
     assert not list(checkpoints.rglob("rdd-*")), "dropped views left checkpoints"
+
+
+def test_training_matches_torch_on_spark(spark, monkeypatch):
+    """Two Adam iterations of the GCN on Spark: parameters and optimizer state stay in the
+    session as views over persisted data (checkpointed, so that the intermediates they
+    were computed from, checkpointed every 3 statements here and dropped after each
+    iteration, take nothing with them); losses, accuracy and weights equal PyTorch's."""
+    if spark.dialect.name != "spark-native":
+        pytest.skip("the training store is the same with either kind of kernels")
+    from sparse_einsum import train
+    from sparse_einsum.backends import spark as spark_backend
+    from test_training import GCN, gcn_data, torch_gcn
+    monkeypatch.setattr(spark_backend, "CHECKPOINT_DEPTH", 3)
+    data = gcn_data()
+    losses, accuracy, weights = torch_gcn(data, epochs=2, lr=0.1)
+    result = train(GCN, data, loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"],
+                   optimizer="adam", lr=0.1, epochs=2, backend=spark, tables="t_spark")
+    np.testing.assert_allclose(result.losses, losses, rtol=1e-9)
+    np.testing.assert_allclose(result.metrics["accuracy"], accuracy, rtol=1e-12)
+    for got, want in zip((result.params["W1"], result.params["W2"]), weights):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+    views = {t.name for t in spark.spark.catalog.listTables()}
+    assert views == {f"t_spark_{n}" for n in ("w1", "w1_m", "w1_v", "w2", "w2_m", "w2_v", "step",
+                                               "adam_step_size", "adam_sqrt_bias2")}, views
+    for view in views:
+        spark.drop_view(view)

@@ -33,7 +33,7 @@ STAGES = [
     ["backends"],
     ["executor", "explanation", "reuse"],
     ["session", "prepared"],
-    ["api", "training", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
+    ["api", "training", "training_store", "compile_job", "calibrate", "examples", "cli", "__init__", "__main__"],
 ]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparse_einsum import train, training
+from sparse_einsum import train, training, training_store
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
 
@@ -217,8 +217,8 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
                      lr=0.1, backend=backend, tables="t_fail") as trainer:
             trainer.iterate()
             first = trainer.parameters()
-            replacement = training.replacement_sql   # fails after replacing the tables
-            monkeypatch.setattr(training, "replacement_sql", lambda job, d: [
+            replacement = training_store.replacement_sql   # fails after replacing the tables
+            monkeypatch.setattr(training_store, "replacement_sql", lambda job, d: [
                 *replacement(job, d), "SELECT * FROM no_such_table"])
             with pytest.raises(Exception, match="no_such_table"):
                 trainer.iterate()

@@ -63,7 +63,8 @@ class Backend:
         """Create the table of `rel` holding `blocks`."""
         raise NotImplementedError
 
-    def fetch(self, rel: TableRelation) -> Blocks:
+    def fetch(self, rel: TableRelation, source: str | None = None) -> Blocks:
+        """The relation `rel` from its table, or from the query `source` that computes it."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -109,6 +109,9 @@ class SparkBackend(Backend):
             self.spark.conf.set(key, value)
         self._frames: dict[str, tuple] = {}     # view -> (persisted DataFrame, checkpointed RDD)
         self._depth: dict[str, int] = {}          # view -> statements its lineage reaches back
+        # views whose data outlives the views it is computed from (training's parameters):
+        # checkpointed when made, so that dropping those cannot cut their lineage
+        self.rooted: set[str] = set()
         self._bytes: dict[str, int] = {}          # view -> bytes of its cached data
         self._memory, self._task_memory = self._memory_settings()
         self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()),
@@ -240,7 +243,7 @@ class SparkBackend(Backend):
             .cachedRepresentation()
         blocks = cached.cacheBuilder().cachedColumnBuffers()
         checkpointed = None
-        if depth >= CHECKPOINT_DEPTH and self._checkpoints:
+        if (depth >= CHECKPOINT_DEPTH or view in self.rooted) and self._checkpoints:
             checkpointed = blocks
             checkpointed.checkpoint()   # written after the job below, from the cached blocks
             depth = 0
@@ -263,24 +266,36 @@ class SparkBackend(Backend):
         self.materialize(table, self.spark.sql(select))
 
     @_reported
-    def fetch(self, rel: TableRelation) -> Blocks:
+    def fetch(self, rel: TableRelation, source: str | None = None) -> Blocks:
+        """The relation `rel` from its view, or from the query `source` that computes it."""
         cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
-        return relation_blocks(rel, self.spark.sql(
-            f"SELECT {cols} FROM {self.dialect.q(rel.table)}").toArrow())
+        source = f"({source}) AS q" if source else self.dialect.q(rel.table)
+        return relation_blocks(rel, self.spark.sql(f"SELECT {cols} FROM {source}").toArrow())
 
     def drop(self, rel: TableRelation) -> None:
+        self.drop_view(rel.table)
+
+    def drop_view(self, view: str) -> None:
+        """Drop `view` and free the data persisted under it."""
         if jvm_ended():       # a failed run cleans up after Spark ended: nothing to drop
             return
-        self.execute(render("common/drop_view", self.dialect.quote, table=rel.table))
-        frame, checkpointed = self._frames.pop(rel.table, (None, None))
-        self._depth.pop(rel.table, None)
-        self._bytes.pop(rel.table, None)
+        self.execute(render("common/drop_view", self.dialect.quote, table=view))
+        frame, checkpointed = self._frames.pop(view, (None, None))
+        self._depth.pop(view, None)
+        self._bytes.pop(view, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
             frame.unpersist(blocking=False)
         if checkpointed is not None:
             context = self.spark.sparkContext
             context._jvm.org.apache.spark.rdd.ReliableRDDCheckpointData.cleanCheckpoint(
                 context._jsc.sc(), checkpointed.id())
+
+    def rename_view(self, view: str, new: str) -> None:
+        """View `view` (and its persisted data) named `new`."""
+        self.execute(render("spark/rename_view", self.dialect.quote, view=view, new=new))
+        for kept in (self._frames, self._depth, self._bytes):
+            if view in kept:
+                kept[new] = kept.pop(view)
 
     @_reported
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:

@@ -1,0 +1,120 @@
+"""Where training keeps its parameters, optimizer state and step count between
+iterations, per engine: tables replaced in one transaction (DuckDB, PostgreSQL), or views
+of data persisted in the Spark session, re-pointed once an iteration's statements are done
+(Spark has no transactions and no DELETE on them)."""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, ContextManager
+
+from .sql.dialect import Dialect
+from .sql.templates import SQL, render
+
+if TYPE_CHECKING:
+    from .training import TrainingProgram
+
+
+def replacement_sql(job: TrainingProgram, d: Dialect) -> list[str]:
+    """The statements that end an iteration, in its transaction: each parameter's table
+    replaced by its next table, and the step counted."""
+    out = []
+    for param in job.params:
+        table, new = job.table(param), job.next_table(param)
+        out += [render("common/delete_rows", d.quote, table=table),
+                render("common/copy_rows", d.quote, table=table, rows=new),
+                render("common/train_drop_next", d.quote, table=new)]
+    return out + [render("common/train_step", d.quote, table=job.table("step"))]
+
+
+class TableStore:
+    """SQL tables and views, changed inside the backend's transactions."""
+    templates = "common"             # the folder of its views' templates (`view_sql`)
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.quote = backend.dialect.quote
+
+    def _sql(self, template: str, **values) -> None:
+        self.backend.execute(render(f"common/{template}", self.quote, **values))
+
+    def transaction(self) -> ContextManager:
+        return self.backend.transaction()
+
+    def kind(self, table: str) -> str | None:
+        """TABLE or VIEW: what `table` is, None when there is none."""
+        d = self.backend.dialect
+        rows = self.backend.query(render("common/table_type", d.quote, param=SQL(d.param)),
+                                  [table])
+        return ("VIEW" if rows[0][0] == "VIEW" else "TABLE") if rows else None
+
+    def drop(self, table: str, kind: str) -> None:
+        self._sql("drop_view" if kind == "VIEW" else "drop_table", table=table)
+
+    def create(self, table: str, query: str) -> None:
+        """A table of `query`'s rows."""
+        self._sql("create_table_as", table=table, query=SQL(query))
+
+    def write(self, table: str, rows: str, create: bool) -> None:
+        """`table` holding the rows of table `rows` (made now when `create`)."""
+        if create:
+            self._sql("create_copy", table=table, rows=rows)
+        else:
+            self._sql("delete_rows", table=table)
+            self._sql("copy_rows", table=table, rows=rows)
+
+    def create_step(self, table: str) -> None:
+        self._sql("train_step_table", table=table)
+
+    def lasting(self, tables: list[str]) -> None:
+        """`tables` outlive the iterations that write them."""
+
+    def finish(self, job: TrainingProgram) -> None:
+        """End an iteration: each parameter's table replaced by its next, the step counted."""
+        for sql in replacement_sql(job, self.backend.dialect):
+            self.backend.execute(sql)
+
+
+class SparkStore(TableStore):
+    """Temporary views of the Spark session: a table is a view over persisted data
+    (`SparkBackend.materialize`), replaced by dropping it and renaming its successor; the
+    step count is a view of one literal. They last as long as the session."""
+    templates = "spark"
+
+    def transaction(self) -> ContextManager:
+        return nullcontext()
+
+    def kind(self, table: str) -> str | None:
+        return "VIEW" if self.backend.table_columns(table) is not None else None
+
+    def drop(self, table: str, kind: str) -> None:
+        self.backend.drop_view(table)
+
+    def create(self, table: str, query: str) -> None:
+        self.backend.create(table, query)
+
+    def write(self, table: str, rows: str, create: bool) -> None:
+        if not create:
+            self.backend.drop_view(table)
+        self.backend.create(table, render("common/all_rows", self.quote, table=rows))
+
+    def create_step(self, table: str) -> None:
+        self._step(table, 0)
+
+    def lasting(self, tables: list[str]) -> None:
+        self.backend.rooted.update(tables)
+
+    def finish(self, job: TrainingProgram) -> None:
+        for param in job.params:
+            self.backend.drop_view(job.table(param))
+            self.backend.rename_view(job.next_table(param), job.table(param))
+        step = self.backend.query(render("common/train_step_count", self.quote,
+                                         table=job.table("step")))
+        self._step(job.table("step"), int(step[0][0]) + 1)
+
+    def _step(self, table: str, step: int) -> None:
+        self.backend.execute(render("spark/train_step", self.quote, table=table, step=step))
+
+
+def training_store(backend) -> TableStore:
+    """The store of `backend`'s engine."""
+    return SparkStore(backend) if backend.dialect.engine == "spark" else TableStore(backend)

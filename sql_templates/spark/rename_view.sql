@@ -1,0 +1,1 @@
+ALTER VIEW {view:ident} RENAME TO {new:ident}

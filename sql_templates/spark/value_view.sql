@@ -1,0 +1,1 @@
+CREATE OR REPLACE TEMP VIEW {view:ident} AS SELECT {value:sql} AS val FROM {table:ident}
