@@ -70,8 +70,30 @@ class TableStore:
 
     def finish(self, job: TrainingProgram) -> None:
         """End an iteration: each parameter's table replaced by its next, the step counted."""
-        for sql in replacement_sql(job, self.backend.dialect):
+        for sql in self.finish_sql(job):
             self.backend.execute(sql)
+
+    def finish_sql(self, job: TrainingProgram) -> list[str]:
+        return replacement_sql(job, self.backend.dialect)
+
+
+class RenameStore(TableStore):
+    """DuckDB in memory (nothing to resume from after the process): the parameters' tables
+    are TEMP tables like the next tables an iteration writes, and an iteration ends by
+    dropping each and renaming its next table in its place, in one transaction, instead
+    of copying its rows (views are bound by name when read, so those of the optimizer's
+    state follow)."""
+
+    def create(self, table: str, query: str) -> None:
+        self.backend.execute(self.backend.dialect.create(table, query, temporary=True))
+
+    def finish_sql(self, job: TrainingProgram) -> list[str]:
+        out = []
+        for param in job.params:
+            out += [render("common/drop_table", self.quote, table=job.table(param)),
+                    render("duckdb/rename_table", self.quote, table=job.next_table(param),
+                           new=job.table(param))]
+        return out + [render("common/train_step", self.quote, table=job.table("step"))]
 
 
 class SparkStore(TableStore):
@@ -116,5 +138,10 @@ class SparkStore(TableStore):
 
 
 def training_store(backend) -> TableStore:
-    """The store of `backend`'s engine."""
-    return SparkStore(backend) if backend.dialect.engine == "spark" else TableStore(backend)
+    """The store of `backend`'s engine (and, for DuckDB, whether its database is a file)."""
+    engine = backend.dialect.engine
+    if engine == "spark":
+        return SparkStore(backend)
+    if engine == "duckdb" and backend.query(render("duckdb/database_path"))[0][0] is None:
+        return RenameStore(backend)
+    return TableStore(backend)

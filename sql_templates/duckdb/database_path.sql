@@ -1,0 +1,1 @@
+SELECT path FROM duckdb_databases() WHERE database_name = current_database()

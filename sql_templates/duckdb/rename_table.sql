@@ -1,0 +1,1 @@
+ALTER TABLE {table:ident} RENAME TO {new:ident}
