@@ -214,9 +214,18 @@ class SparkBackend(Backend):
     # -- data in and out ----------------------------------------------------
     @_reported
     def load(self, rel: TableRelation, blocks: Blocks) -> None:
+        """An input travelling inside the tasks (`spark_inputs`) is a view of its rows as
+        they are, with no job: they are in the plan already, and a lost executor loses
+        nothing of them. A larger one is materialized from its Parquet file."""
+        table = arrow_relation(rel, blocks)
         try:
-            self.materialize(rel.table, self._inputs.frame(self.spark, rel.table,
-                                                           arrow_relation(rel, blocks)))
+            frame = self._inputs.frame(self.spark, rel.table, table)
+            if self._inputs.inline(rel.table) and hasattr(frame, "_jdf"):
+                frame.createOrReplaceTempView(rel.table)
+                self._frames[rel.table] = (None, None)
+                self._bytes[rel.table] = table.nbytes
+            else:
+                self.materialize(rel.table, frame)
         finally:
             self._inputs.remove(rel.table)
 

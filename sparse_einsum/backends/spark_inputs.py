@@ -51,6 +51,10 @@ class InputFiles:
         self._paths[name] = path
         return spark.read.schema(from_arrow_schema(table.schema)).parquet(str(path))
 
+    def inline(self, name: str) -> bool:
+        """Whether input `name` travels inside the tasks (no file of its own)."""
+        return name not in self._paths
+
     def remove(self, name: str) -> None:
         path = self._paths.pop(name, None)
         if path is not None:
