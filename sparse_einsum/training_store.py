@@ -1,7 +1,8 @@
 """Where training keeps its parameters, optimizer state and step count between
-iterations, per engine: tables replaced in one transaction (DuckDB, PostgreSQL), or views
-of data persisted in the Spark session, re-pointed once an iteration's statements are done
-(Spark has no transactions and no DELETE on them)."""
+iterations, per engine: tables whose rows are replaced in one transaction (PostgreSQL,
+DuckDB files), TEMP tables renamed in one transaction (DuckDB in memory), or views of data
+persisted in the Spark session, re-pointed once an iteration's statements are done (Spark
+has no transactions and no DELETE on them)."""
 from __future__ import annotations
 
 from contextlib import nullcontext
