@@ -497,7 +497,9 @@ se_kspec_gemm(const se_kspec *ks, se_gemm *g)
 	if (!collapse(ks->dims, tt[G_K], nt[G_K], ops, 2, &g->k, s))
 		return false;
 	g->a_k = s[0], g->b_k = s[1];
-	return true;
+	/* an element-wise product is a batch of 1 x 1 x 1 products: the map loop, not a call
+	 * (of BLAS or of dot) per element */
+	return g->m > 1 || g->n > 1 || g->k > 1;
 }
 
 SE_VECTORIZED void

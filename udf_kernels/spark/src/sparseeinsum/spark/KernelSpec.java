@@ -490,7 +490,8 @@ final class KernelSpec {
             }
             g.aK = s[0];
             g.bK = s[1];
-            return g;
+            // an element-wise product is a batch of 1 x 1 x 1 products: the strided loop
+            return g.m > 1 || g.n > 1 || g.k > 1 ? g : null;
         }
 
         /** The size of one group's dims collapsed into one axis (-1 where an operand's dims
