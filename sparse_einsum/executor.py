@@ -43,6 +43,7 @@ def execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend,
     tables read in place change between runs), each input is loaded once, and each
     statement that reads only loaded inputs (and such statements) runs once: their tables
     stay, recorded there, for the caller to drop."""
+    backend.prepare_run(compiled.steps)
     with backend.scope():
         return _execute(compiled, arrays, backend, count_tuples, progress, sparse, resident)
 

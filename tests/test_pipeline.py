@@ -217,3 +217,46 @@ def test_postgres_computes_each_streamed_intermediate_once(pg):
         del pg.run
     np.testing.assert_allclose(got, quantum_reference("qft", 7), atol=1e-12)
     assert loops and max(loops) == 1, loops
+
+
+def _threads(backend) -> int:
+    return int(backend.query("SELECT current_setting('threads')")[0][0])
+
+
+def test_runs_of_one_tuple_statements_take_one_duckdb_thread():
+    """A run whose every statement is of one-tuple relations (`Step.one_tuple`: the dense
+    plan) takes one DuckDB thread, and a run with keyed relations the database's count
+    again, with NumPy's values in both; a caller's connection keeps its own count, and
+    the process's shared engine remembers its count across backends."""
+    from sparse_einsum.backends.duckdb import DuckDBBackend, connect
+
+    data = _data()
+    program = load_program(CHAIN)
+    expected = evaluate(program, data)["S"]
+
+    def run(backend, plan: str) -> None:
+        with Session(program, data, backend=backend, paths="opt_einsum") as session:
+            sql = [s for s in session.compile(plan).steps if s.kind == "sql"]
+            assert all(s.one_tuple for s in sql) == (plan == "dense"), plan
+            np.testing.assert_allclose(session.run(plan).outputs["S"], expected,
+                                       rtol=1e-9, atol=1e-12, err_msg=plan)
+
+    with DuckDBBackend(native=True, threads=2) as own:
+        for plan, threads in (("dense", 1), ("dense", 1), ("relational", 2), ("dense", 1)):
+            run(own, plan)
+            assert _threads(own) == threads, plan
+    caller = connect(":memory:")
+    caller.execute("SET threads = 3")
+    with DuckDBBackend(caller, native=True) as borrowed:
+        run(borrowed, "dense")
+        assert _threads(borrowed) == 3
+    caller.close()
+    first = DuckDBBackend.shared()
+    count = _threads(first)
+    run(first, "dense")
+    assert _threads(first) == 1
+    second = DuckDBBackend.shared()
+    run(second, "relational")
+    assert _threads(second) == count
+    first.close()
+    second.close()

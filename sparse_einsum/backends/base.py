@@ -96,6 +96,9 @@ class Backend:
         every table made inside."""
         return nullcontext()
 
+    def prepare_run(self, steps: list[Step]) -> None:
+        """Settings for a run of `steps`, before the first (none by default)."""
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One transaction: committed at the end of the block, rolled back on any error."""

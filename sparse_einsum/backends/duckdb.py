@@ -8,6 +8,7 @@ import re
 import threading
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -69,6 +70,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@dataclass
+class _Threads:
+    """The thread count of a database a backend opened, and whether runs use one now."""
+    count: int
+    one: bool = False
+
+
 class DuckDBBackend(Backend):
     """Runs compiled steps on a DuckDB connection (in-memory unless `database` is given).
 
@@ -102,6 +110,8 @@ class DuckDBBackend(Backend):
                         raise BackendError(f"{setting.replace('_', ' ')} {value!r} {what}") from None
             if threads:
                 self._set("threads", SQL(str(int(threads))))
+            # the database's threads, where this backend opened it (`prepare_run`)
+            self._threads = None if connection else _Threads(int(self._setting("threads")))
             self.dialect = self._kernels(native)
         except BaseException:
             self.con.close()
@@ -113,7 +123,7 @@ class DuckDBBackend(Backend):
     def _setting(self, setting: str):
         return self.query(render("duckdb/setting", setting=literal(setting)))[0][0]
 
-    _engine: tuple[int, duckdb.DuckDBPyConnection] | None = None    # (pid, connection)
+    _engine: tuple[int, duckdb.DuckDBPyConnection, "_Threads"] | None = None
     _engine_lock = threading.Lock()
 
     @classmethod
@@ -123,9 +133,13 @@ class DuckDBBackend(Backend):
         extension (about 0.07 s a call), and its TEMP tables go with the cursor."""
         with cls._engine_lock:
             if cls._engine is None or cls._engine[0] != os.getpid():
-                cls._engine = (os.getpid(), connect(":memory:"))
-            connection = cls._engine[1]
-        return cls(connection)
+                con = connect(":memory:")
+                threads = con.execute(render("duckdb/setting", setting=literal("threads")))
+                cls._engine = (os.getpid(), con, _Threads(int(threads.fetchone()[0])))
+            _, connection, threads = cls._engine
+        backend = cls(connection)
+        backend._threads = threads      # the engine is ours too
+        return backend
 
     def _kernels(self, native: bool | None) -> Dialect:
         """The native dialect when the extension loads, else the UDF one (`fallback` says why)."""
@@ -203,6 +217,19 @@ class DuckDBBackend(Backend):
             pass
 
     # -- statements ---------------------------------------------------------
+    def prepare_run(self, steps: list[Step]) -> None:
+        """One DuckDB thread for a run whose every statement is of one-tuple relations
+        (`Step.one_tuple`), the database's own count otherwise. Such statements gain
+        nothing from more threads (their kernels have threads of their own), and DuckDB
+        stores the large array of such a statement about twice as fast on one thread,
+        whose memory stays warm. The count stays until a run needs the other (changing it
+        leaves the next statement's memory cold), and is changed only on a database this
+        backend opened: it is the database's setting, and a caller's keeps its own."""
+        one = all(step.one_tuple for step in steps if step.kind == "sql")
+        if self._threads is not None and one != self._threads.one:
+            self._set("threads", SQL(str(1 if one else self._threads.count)))
+            self._threads.one = one
+
     def run(self, step: Step) -> None:
         with self._registered_kernels(step):
             self.con.execute(step.sql)

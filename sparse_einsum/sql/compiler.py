@@ -163,7 +163,9 @@ class Compiler:
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query,
                                reads=frozenset(rel.table for rel in reads),
-                               generates_rows=b.generates_rows))
+                               generates_rows=b.generates_rows,
+                               one_tuple=not (b.generates_rows or out.keyed
+                                              or any(rel.keyed for rel in reads))))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""

@@ -65,7 +65,8 @@ def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -
     pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
     reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined,
                      reads=(producer.reads | reader.reads) - {producer.target.table},
-                     generates_rows=producer.generates_rows or reader.generates_rows)
+                     generates_rows=producer.generates_rows or reader.generates_rows,
+                     one_tuple=producer.one_tuple and reader.one_tuple)
     return replace(reader, sql=dialect.create(reader.target.table,
                                               statement_query(reader, dialect), temporary))
 

@@ -87,6 +87,9 @@ class Step:
     # its statement makes rows that no table holds (ranges of keys, explodes), so a
     # relation it reads may be joined to many rows
     generates_rows: bool = False
+    # every relation it reads and the one it writes is one tuple, and it makes no rows:
+    # nothing in it runs in parallel but its kernels, which have threads of their own
+    one_tuple: bool = False
 
 
 class StepBuilder:
