@@ -610,6 +610,7 @@ se_kspec_sparse(const se_kspec *ks, se_sparse *sk)
 	memset(sk, 0, sizeof(*sk));
 	sk->s = s;
 	sk->size = ks->need[s];
+	sk->dense_size = ks->need[d];
 	sk->out_size = ks->out_size;
 	for (int t = 0; t < ks->ndims; t++)
 	{
@@ -715,6 +716,66 @@ se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t fr
 			sparse_free_loop(sk, 0, packed[nnz + e], dense + od, out + oo);
 	}
 	return true;
+}
+
+double *
+se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense, se_sparse *laid)
+{
+	int64_t		dims[2 * SE_MAXDIMS], from[2 * SE_MAXDIMS], at[2 * SE_MAXDIMS];
+	int64_t    *to[2 * SE_MAXDIMS];
+	int64_t		reads = (int64_t) nnz, size = 1, step = 1, src = 0;
+	int			nd = 0, last;
+	double	   *copy;
+
+	if (sk->nf == 0 || sk->f_ost[sk->nf - 1] != 1 || sk->f_dst[sk->nf - 1] == 0 ||
+		sk->f_dst[sk->nf - 1] == 1)
+		return NULL;
+	*laid = *sk;
+	for (int j = 0; j < sk->nk; j++)
+		if (sk->k_dst[j] != 0)
+		{
+			dims[nd] = sk->k_dim[j];
+			from[nd] = sk->k_dst[j];
+			to[nd++] = &laid->k_dst[j];
+		}
+	for (int f = 0; f < sk->nf; f++)
+	{
+		reads *= sk->f_dim[f];
+		if (sk->f_dst[f] != 0)
+		{
+			dims[nd] = sk->f_dim[f];
+			from[nd] = sk->f_dst[f];
+			to[nd++] = &laid->f_dst[f];
+		}
+	}
+	for (int t = 0; t < nd; t++)
+		size *= dims[t];
+	/* a permutation of the dense input (no diagonal read twice), read often enough */
+	if (size > sk->dense_size || (double) reads < 4.0 * (double) size ||
+		(copy = (double *) malloc(sizeof(double) * (size_t) size)) == NULL)
+		return NULL;
+	for (int t = nd - 1; t >= 0; t--)
+	{
+		*to[t] = step;
+		step *= dims[t];
+	}
+	/* gather in the copy's order: an odometer over the outer dims, the last one a loop */
+	last = nd - 1;
+	memset(at, 0, sizeof(at));
+	for (int64_t done = 0; done < size; done += dims[last])
+	{
+		for (int64_t i = 0; i < dims[last]; i++)
+			copy[done + i] = dense[src + i * from[last]];
+		for (int t = last - 1; t >= 0; t--)
+		{
+			src += from[t];
+			if (++at[t] < dims[t])
+				break;
+			src -= at[t] * from[t];
+			at[t] = 0;
+		}
+	}
+	return copy;
 }
 
 bool

@@ -63,6 +63,7 @@ typedef struct se_sparse
 	int			nf;				/* the other dims (size > 1), in loop order */
 	int64_t		f_dim[SE_MAXDIMS], f_dst[SE_MAXDIMS], f_ost[SE_MAXDIMS];
 	int64_t		size;			/* elements of the dense form of s */
+	int64_t		dense_size;		/* elements of the dense input */
 	int64_t		out_size;
 	bool		empty;			/* some loop dim is 0: the result is all zeros */
 } se_sparse;
@@ -163,6 +164,13 @@ bool		se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int6
  * disjoint parts of out (each index its own block of k_ost[0] elements): ranges of the
  * packed input split there may then run at the same time. */
 bool		se_sparse_rows_disjoint(const se_sparse *sk);
+
+/* The dense input of sk copied so that the innermost free dim reads it contiguously
+ * (*laid: sk reading the copy; free() the copy), or NULL (use it as it is) where it does
+ * already, where the product reads too few of its elements to pay for the copy, or where
+ * the memory is missing. */
+double	   *se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense,
+							   se_sparse *laid);
 
 /* Whether none of x[0..n) is inf or NaN. */
 bool		se_all_finite(const double *x, int64_t n);

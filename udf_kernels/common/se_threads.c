@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -158,9 +159,9 @@ outer_index(const se_sparse *sk, const double *packed, int64_t e)
 	return packed[e] >= 0 && packed[e] < (double) sk->size ? (int64_t) packed[e] / sk->k_st[0] : -1;
 }
 
-bool
-se_sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
-					   double *out, char *err)
+static bool
+sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
+					double *out, char *err)
 {
 	const int64_t nnz = n / 2;
 	double		work = (double) nnz;
@@ -195,4 +196,19 @@ se_sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, con
 			return false;
 		}
 	return true;
+}
+
+bool
+se_sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
+					   double *out, char *err)
+{
+	se_sparse	laid;
+	double	   *copy = se_sparse_relayout(sk, n / 2, dense, &laid);
+	bool		ok;
+
+	if (copy == NULL)
+		return sparse_run_threaded(sk, packed, n, dense, out, err);
+	ok = sparse_run_threaded(&laid, packed, n, copy, out, err);
+	free(copy);
+	return ok;
 }
