@@ -218,9 +218,11 @@ def _big_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
                             ("fi", f"mul;sum;2;{f},{n},{n};~0,{n},1;1,0,{f}", product.T.ravel())]:
         cases.append((f"packed-{out}", spec, payload, h.ravel(), want))
     # the dense matrix transposed: read along the result's rows with a stride, which the
-    # kernel copies into rows of its own first
+    # kernel copies into rows of its own first (and "fi" writes a transposed result, which
+    # it computes in rows of its own and copies back)
     for out, spec, want in [("if", f"mul;sum;2;{n},{f},{n};~{n},0,1;0,{n},1", product.ravel()),
-                            ("f", f"mul;sum;1;{f},{n},{n};~0,{n},1;{n},0,1", product.sum(axis=0))]:
+                            ("f", f"mul;sum;1;{f},{n},{n};~0,{n},1;{n},0,1", product.sum(axis=0)),
+                            ("fi", f"mul;sum;2;{f},{n},{n};~0,{n},1;{n},0,1", product.T.ravel())]:
         cases.append((f"packed-{out}-ht", spec, payload, h.T.ravel(), want))
     return cases
 

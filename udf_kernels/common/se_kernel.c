@@ -718,64 +718,145 @@ se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t fr
 	return true;
 }
 
-double *
-se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense, se_sparse *laid)
+/*
+ * The loop dims of sk that step through the dense input (`result` false) or through the
+ * result (true), with a stride not 0: the packed input's first, the free ones last. Their
+ * sizes go to dims, their strides to st, and where `laid` holds them to to.
+ */
+static int
+strided_dims(const se_sparse *sk, se_sparse *laid, bool result, int64_t *dims, int64_t *st,
+			 int64_t **to)
 {
-	int64_t		dims[2 * SE_MAXDIMS], from[2 * SE_MAXDIMS], at[2 * SE_MAXDIMS];
-	int64_t    *to[2 * SE_MAXDIMS];
-	int64_t		reads = (int64_t) nnz, size = 1, step = 1, src = 0;
-	int			nd = 0, last;
-	double	   *copy;
+	int			nd = 0;
 
-	if (sk->nf == 0 || sk->f_ost[sk->nf - 1] != 1 || sk->f_dst[sk->nf - 1] == 0 ||
-		sk->f_dst[sk->nf - 1] == 1)
-		return NULL;
-	*laid = *sk;
 	for (int j = 0; j < sk->nk; j++)
-		if (sk->k_dst[j] != 0)
+	{
+		int64_t		s = result ? sk->k_ost[j] : sk->k_dst[j];
+
+		if (s != 0)
 		{
 			dims[nd] = sk->k_dim[j];
-			from[nd] = sk->k_dst[j];
-			to[nd++] = &laid->k_dst[j];
-		}
-	for (int f = 0; f < sk->nf; f++)
-	{
-		reads *= sk->f_dim[f];
-		if (sk->f_dst[f] != 0)
-		{
-			dims[nd] = sk->f_dim[f];
-			from[nd] = sk->f_dst[f];
-			to[nd++] = &laid->f_dst[f];
+			st[nd] = s;
+			to[nd++] = result ? &laid->k_ost[j] : &laid->k_dst[j];
 		}
 	}
+	for (int f = 0; f < sk->nf; f++)
+	{
+		int64_t		s = result ? sk->f_ost[f] : sk->f_dst[f];
+
+		if (s != 0)
+		{
+			dims[nd] = sk->f_dim[f];
+			st[nd] = s;
+			to[nd++] = result ? &laid->f_ost[f] : &laid->f_dst[f];
+		}
+	}
+	return nd;
+}
+
+/* rows[p] = strided[...] (gather) or strided[...] = rows[p] over dims, rows row-major. */
+static void
+permute(double *rows, double *strided, const int64_t *dims, const int64_t *st, int nd,
+		bool gather)
+{
+	int64_t		at[2 * SE_MAXDIMS] = {0}, size = 1, src = 0;
+	const int	last = nd - 1;
+
 	for (int t = 0; t < nd; t++)
 		size *= dims[t];
-	/* a permutation of the dense input (no diagonal read twice), read often enough */
-	if (size > sk->dense_size || (double) reads < 4.0 * (double) size ||
-		(copy = (double *) malloc(sizeof(double) * (size_t) size)) == NULL)
+	for (int64_t done = 0; done < size; done += dims[last])
+	{
+		if (gather)
+			for (int64_t i = 0; i < dims[last]; i++)
+				rows[done + i] = strided[src + i * st[last]];
+		else
+			for (int64_t i = 0; i < dims[last]; i++)
+				strided[src + i * st[last]] = rows[done + i];
+		for (int t = last - 1; t >= 0; t--)		/* an odometer over the outer dims */
+		{
+			src += st[t];
+			if (++at[t] < dims[t])
+				break;
+			src -= at[t] * st[t];
+			at[t] = 0;
+		}
+	}
+}
+
+/*
+ * A row-major copy of the dense input (`result` false) or of the result (true) for the
+ * dims strided_dims lists, the innermost free dim contiguous, with *laid reading or
+ * writing it; NULL where that dim is contiguous already (or the result empty), where
+ * the dims do not cover the array's `size` elements once, where the product reads too
+ * few elements to pay for the copy, or where the memory is missing.
+ */
+static double *
+relaid(const se_sparse *sk, int64_t nnz, bool result, int64_t size, se_sparse *laid)
+{
+	int64_t		dims[2 * SE_MAXDIMS], st[2 * SE_MAXDIMS], step = 1, elements = 1,
+				reads = nnz, inner;
+	int64_t    *to[2 * SE_MAXDIMS];
+	int			nd;
+
+	if (sk->nf == 0 || sk->empty)
+		return NULL;
+	inner = result ? sk->f_ost[sk->nf - 1] : sk->f_dst[sk->nf - 1];
+	if (inner == 0 || inner == 1)
+		return NULL;
+	nd = strided_dims(sk, laid, result, dims, st, to);
+	for (int t = 0; t < nd; t++)
+		elements *= dims[t];
+	for (int f = 0; f < sk->nf; f++)
+		reads *= sk->f_dim[f];
+	if (elements != size || (double) reads < 4.0 * (double) size)
 		return NULL;
 	for (int t = nd - 1; t >= 0; t--)
 	{
 		*to[t] = step;
 		step *= dims[t];
 	}
-	/* gather in the copy's order: an odometer over the outer dims, the last one a loop */
-	last = nd - 1;
-	memset(at, 0, sizeof(at));
-	for (int64_t done = 0; done < size; done += dims[last])
-	{
-		for (int64_t i = 0; i < dims[last]; i++)
-			copy[done + i] = dense[src + i * from[last]];
-		for (int t = last - 1; t >= 0; t--)
-		{
-			src += from[t];
-			if (++at[t] < dims[t])
-				break;
-			src -= at[t] * from[t];
-			at[t] = 0;
-		}
-	}
+	return (double *) malloc(sizeof(double) * (size_t) size);
+}
+
+double *
+se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense, se_sparse *laid)
+{
+	int64_t		dims[2 * SE_MAXDIMS], st[2 * SE_MAXDIMS];
+	int64_t    *to[2 * SE_MAXDIMS];
+	double	   *copy;
+	se_sparse	was = *sk;
+
+	*laid = *sk;
+	copy = relaid(sk, nnz, false, sk->dense_size, laid);
+	if (copy == NULL)
+		*laid = was;
+	else
+		permute(copy, (double *) dense, dims, st, strided_dims(&was, laid, false, dims, st, to),
+				true);
 	return copy;
+}
+
+double *
+se_sparse_result_relayout(const se_sparse *sk, int64_t nnz, se_sparse *laid)
+{
+	double	   *copy;
+	se_sparse	was = *sk;
+
+	*laid = *sk;
+	copy = relaid(sk, nnz, true, sk->out_size, laid);
+	if (copy == NULL)
+		*laid = was;
+	return copy;
+}
+
+void
+se_sparse_result_restore(const se_sparse *sk, const double *rows, double *out)
+{
+	int64_t		dims[2 * SE_MAXDIMS], st[2 * SE_MAXDIMS];
+	int64_t    *to[2 * SE_MAXDIMS];
+	se_sparse	unused = *sk;
+
+	permute((double *) rows, out, dims, st, strided_dims(sk, &unused, true, dims, st, to), false);
 }
 
 bool

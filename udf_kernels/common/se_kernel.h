@@ -166,11 +166,17 @@ bool		se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int6
 bool		se_sparse_rows_disjoint(const se_sparse *sk);
 
 /* The dense input of sk copied so that the innermost free dim reads it contiguously
- * (*laid: sk reading the copy; free() the copy), or NULL (use it as it is) where it does
+ * (*laid: sk reading the copy; free() the copy), or NULL (*laid = *sk) where it does
  * already, where the product reads too few of its elements to pay for the copy, or where
  * the memory is missing. */
 double	   *se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense,
 							   se_sparse *laid);
+
+/* The same for the result: an array for *laid to write with the innermost free dim
+ * contiguous (NULL where not worth it), which se_sparse_result_restore then copies into
+ * the result as sk lays it out. */
+double	   *se_sparse_result_relayout(const se_sparse *sk, int64_t nnz, se_sparse *laid);
+void		se_sparse_result_restore(const se_sparse *sk, const double *rows, double *out);
 
 /* Whether none of x[0..n) is inf or NaN. */
 bool		se_all_finite(const double *x, int64_t n);

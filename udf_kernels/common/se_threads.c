@@ -202,13 +202,16 @@ bool
 se_sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
 					   double *out, char *err)
 {
-	se_sparse	laid;
-	double	   *copy = se_sparse_relayout(sk, n / 2, dense, &laid);
-	bool		ok;
+	se_sparse	by_result,
+				laid;
+	double	   *rows = se_sparse_result_relayout(sk, n / 2, &by_result),
+			   *copy = se_sparse_relayout(&by_result, n / 2, dense, &laid);
+	bool		ok = sparse_run_threaded(&laid, packed, n, copy ? copy : dense,
+										 rows ? rows : out, err);
 
-	if (copy == NULL)
-		return sparse_run_threaded(sk, packed, n, dense, out, err);
-	ok = sparse_run_threaded(&laid, packed, n, copy, out, err);
+	if (rows != NULL && ok)
+		se_sparse_result_restore(sk, rows, out);
+	free(rows);
 	free(copy);
 	return ok;
 }
