@@ -260,3 +260,27 @@ def test_runs_of_one_tuple_statements_take_one_duckdb_thread():
     assert _threads(second) == count
     first.close()
     second.close()
+
+
+@pytest.mark.parametrize("absent", ["X", "Y", "both", "neither"])
+def test_one_tuple_operands_that_may_be_absent(backend, absent):
+    """A sum and a difference of one-tuple operands (the dense plan), an all-zero input
+    stored as no tuple: where the engine has it, the tuple of either operand is a FULL
+    JOIN of the two instead of a domain of keys; NumPy's values either way."""
+    program = """
+        input X[i,j]
+        input Y[i,j]
+        S[i,j] = X[i,j] + Y[i,j]
+        D[i,j] = exp(S[i,j]) - Y[i,j]
+        output D
+        """
+    dense = {"X": np.arange(12.0).reshape(4, 3) / 4, "Y": np.ones((4, 3))}
+    data = {name: sp.csr_matrix(np.zeros((4, 3)) if absent in (name, "both") else value)
+            for name, value in dense.items()}
+    expected = evaluate(load_program(program), data)["D"]
+    with Session(program, data, backend=backend) as session:
+        sql = " ".join(s.sql for s in session.compile("dense").steps)
+        assert ("FULL JOIN" in sql) == backend.dialect.full_join_on_true
+        got = session.run("dense").outputs["D"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12)

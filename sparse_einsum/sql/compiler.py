@@ -334,6 +334,8 @@ class Compiler:
             return [f"{c} AS {col[l]}" for l, c in seen.items()], where
 
         own = [[l for l in promoted if l in v.operands[k].labels] for k in range(len(inputs))]
+        if not promoted and spread and (len(spread) == 1 or d.full_join_on_true):
+            return self._keyless_domain(v, inputs, aliases, spread)
         if not spread:
             domain_labels = promoted if v.is_binary else own[0]
             parts = spans(domain_labels)
@@ -357,15 +359,33 @@ class Compiler:
             conds = [f"{aliases[k]}.{q(rel.column(axis))} = dom.{col[label]}"
                      for axis, label in enumerate(v.operands[k].labels) if label in col]
             frm += f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON {' AND '.join(conds) or 'TRUE'}"
-            if v.defaults:
-                values.append(OrZero(f"{aliases[k]}.val", d.num(v.defaults[k])))
-            elif rel.is_scalar or not d.null_arrays_are_zeros:
-                zero = d.zero(None if rel.is_scalar else rel.sub_size, rel.sparse)
-                values.append(OrZero(f"{aliases[k]}.val", zero))
-            else:
-                values.append(f"{aliases[k]}.val")
+            values.append(self._or_default(v, k, rel, aliases[k]))
         source = {l: f"dom.{col[l]}" for l in promoted}
         return frm, [], values, source
+
+    def _keyless_domain(self, v: Vertex, inputs: list[TableRelation], aliases: list[str],
+                        spread: list[int]):
+        """`_domain` of one-tuple operands: the tuple of the operands in `spread` (FULL
+        JOINed: either one's), the others LEFT JOINed, without a domain of keys."""
+        q = self.d.q
+        frm = f"{q(inputs[spread[0]].table)} AS {aliases[spread[0]]}"
+        for k in spread[1:]:
+            frm += f" FULL JOIN {q(inputs[k].table)} AS {aliases[k]} ON TRUE"
+        frm += "".join(f" LEFT JOIN {q(rel.table)} AS {aliases[k]} ON TRUE"
+                       for k, rel in enumerate(inputs) if k not in spread)
+        values = [self._or_default(v, k, rel, aliases[k]) for k, rel in enumerate(inputs)]
+        return frm, [], values, {}
+
+    def _or_default(self, v: Vertex, k: int, rel: TableRelation, alias: str) -> str:
+        """The value of operand k read from an outer join: its default where it is absent
+        (NULL arrays stay NULL where the kernels read them as zeros)."""
+        d = self.d
+        if v.defaults:
+            return OrZero(f"{alias}.val", d.num(v.defaults[k]))
+        if rel.is_scalar or not d.null_arrays_are_zeros:
+            return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
+                                                  rel.sparse))
+        return f"{alias}.val"
 
     # -- repartition --------------------------------------------------------
     def _repartition(self, rel: TableRelation, target: Tiling) -> TableRelation:

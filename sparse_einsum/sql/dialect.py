@@ -84,6 +84,7 @@ class Dialect:
     # sparse payload per group, offsets ascending (with `capabilities.packed_stacks`)
     packed_stack_sql: ClassVar[str] = ""
     null_arrays_are_zeros: ClassVar[bool] = False  # kernels read a NULL array as all zeros
+    full_join_on_true: ClassVar[bool] = False      # FULL JOIN ... ON TRUE is allowed
     operation_sql: ClassVar[str] = ""             # the operation table's SQL to use (default: name)
     kernels: ClassVar[str] = ""                   # how kernels run, for explain
 

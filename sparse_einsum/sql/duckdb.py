@@ -64,6 +64,7 @@ class _DuckDBSQL(Dialect):
     # connection-scoped: a killed process leaves nothing in the database file (they spill
     # to the temp_directory under memory_limit like any table)
     table_kind = "TEMP TABLE"
+    full_join_on_true = True
     range_sql = "range({n}) AS r_{col}({col})"
     zero_sql = _ZERO
     zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
