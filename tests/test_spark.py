@@ -243,6 +243,21 @@ def test_each_jvm_kernel_matches_numpy(spark):
     got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(packed)}, a, b) FROM se_t ORDER BY k")
     with np.errstate(invalid="ignore"):
         check(np.array([r[0] for r in got]), run_kernel(spec, a, b), packed.text)
+    # the dense input read, or the result written, with a stride along the free dim: the
+    # product runs on a row-major copy of it
+    m, k, n = 6, 8, 5
+    a = np.where(rng.random((2, m * k)) < 0.9, rng.normal(size=(2, m * k)), 0.0)
+    for dims, strides in (((m, n, k), ((k, 0, 1), (0, k, 1))),       # b^T
+                          ((n, m, k), ((0, k, 1), (1, 0, n))),       # result^T
+                          ((n, m, k), ((0, k, 1), (k, 0, 1)))):      # both
+        spec = KernelSpec("mul", "sum", dims, 2, strides, (m * k, n * k), (True, False))
+        b = rng.normal(size=(2, n * k))
+        _frame(spark, [(r, _packed(a[r]), b[r].tolist()) for r in range(2)],
+               "k int, a array<double>, b array<double>", "se_t")
+        got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(spec)}, a, b) FROM se_t "
+                          "ORDER BY k")
+        check(np.array([r[0] for r in got]), run_kernel(replace(spec, packed=()), a, b),
+              spec.text)
     # scalars: IEEE division, NULL scalars give NULL
     got = spark.query(f"SELECT {fn('se_value2')}('div;sum;0;;;', 1.0D, 0.0D), "
                       f"{fn('se_value2')}('div;sum;0;;;', -1.0D, CAST(NULL AS DOUBLE))")

@@ -371,7 +371,9 @@ final class KernelSpec {
             return sk;
         }
 
-        /** out = beta * out + the product of the packed input and the dense one. */
+        /** out = beta * out + the product of the packed input and the dense one. Where the
+         *  innermost free dim steps through the result or the dense input with a stride,
+         *  the product runs on a row-major copy of it (relaid). */
         void add(double[] packed, double[] dense, double[] out, double beta, String fn) {
             if (packed.length % 2 != 0) {
                 throw new IllegalArgumentException(fn + ": a packed payload has an even length, not " + packed.length);
@@ -383,6 +385,23 @@ final class KernelSpec {
                 return;
             }
             int nnz = packed.length / 2;
+            Sparse byResult = beta == 0.0 ? relaid(true, out.length, nnz) : null;
+            Sparse run = byResult != null ? byResult : this;
+            Sparse byDense = run.relaid(false, dense.length, nnz);
+            double[] w = dense;
+            if (byDense != null) {
+                w = new double[dense.length];
+                run.permute(false, w, dense, true);
+                run = byDense;
+            }
+            double[] o = byResult != null ? new double[out.length] : out;
+            run.accumulate(packed, nnz, w, o, fn);
+            if (byResult != null) {
+                permute(true, o, out, false);
+            }
+        }
+
+        private void accumulate(double[] packed, int nnz, double[] dense, double[] out, String fn) {
             for (int e = 0; e < nnz; e++) {
                 double at = packed[e];
                 if (!(at >= 0 && at < (double) size)) {
@@ -406,6 +425,100 @@ final class KernelSpec {
                     out[(int) oo] += v * dense[(int) od];
                 } else {
                     freeLoop(0, v, dense, (int) od, out, (int) oo);
+                }
+            }
+        }
+
+        /** {sizes, strides} of the loop dims that step through the result (or the dense
+         *  input), the packed input's dims first and the free ones last. */
+        private long[][] strided(boolean result) {
+            long[] d = new long[nk + nf], st = new long[nk + nf];
+            int n = 0;
+            for (int t = 0; t < nk + nf; t++) {
+                long x = t < nk ? (result ? kOst[t] : kDst[t]) : (result ? fOst[t - nk] : fDst[t - nk]);
+                if (x != 0) {
+                    d[n] = t < nk ? kDim[t] : fDim[t - nk];
+                    st[n++] = x;
+                }
+            }
+            return new long[][] {Arrays.copyOf(d, n), Arrays.copyOf(st, n)};
+        }
+
+        /** This product reading (or writing) a row-major copy of the dense input (or the
+         *  result) of `length` elements, its innermost free dim contiguous; null where that
+         *  dim is contiguous already, where the dims do not cover the array once, or where
+         *  the product reads too few elements to pay for the copy (se_kernel.c relaid). */
+        private Sparse relaid(boolean result, long length, long nnz) {
+            if (nf == 0) {
+                return null;
+            }
+            long inner = result ? fOst[nf - 1] : fDst[nf - 1];
+            if (inner == 0 || inner == 1) {
+                return null;
+            }
+            long[] d = strided(result)[0];
+            long elements = 1, reads = nnz;
+            for (long x : d) {
+                elements *= x;
+            }
+            for (int f = 0; f < nf; f++) {
+                reads *= fDim[f];
+            }
+            if (elements != length || reads < 4 * length) {
+                return null;
+            }
+            Sparse laid = new Sparse();
+            laid.s = s;
+            laid.nk = nk;
+            laid.nf = nf;
+            laid.kDim = kDim.clone();
+            laid.kSt = kSt.clone();
+            laid.kDst = kDst.clone();
+            laid.kOst = kOst.clone();
+            laid.fDim = fDim.clone();
+            laid.fDst = fDst.clone();
+            laid.fOst = fOst.clone();
+            laid.size = size;
+            long step = elements;
+            int t = 0;
+            for (int j = 0; j < nk; j++) {
+                if ((result ? kOst[j] : kDst[j]) != 0) {
+                    step /= d[t++];
+                    (result ? laid.kOst : laid.kDst)[j] = step;
+                }
+            }
+            for (int f = 0; f < nf; f++) {
+                if ((result ? fOst[f] : fDst[f]) != 0) {
+                    step /= d[t++];
+                    (result ? laid.fOst : laid.fDst)[f] = step;
+                }
+            }
+            return laid;
+        }
+
+        /** rows[p] = strided[...] (gather) or the reverse, over the dims that step through
+         *  the result (or the dense input) as this product lays it out, rows row-major. */
+        private void permute(boolean result, double[] rows, double[] strided, boolean gather) {
+            long[][] ds = strided(result);
+            long[] d = ds[0], st = ds[1];
+            int last = d.length - 1;
+            long[] at = new long[d.length];
+            long src = 0;
+            for (int done = 0; done < rows.length; done += (int) d[last]) {
+                for (int i = 0; i < d[last]; i++) {
+                    if (gather) {
+                        rows[done + i] = strided[(int) (src + i * st[last])];
+                    } else {
+                        strided[(int) (src + i * st[last])] = rows[done + i];
+                    }
+                }
+                for (int t = last - 1; t >= 0; t--) {       // an odometer over the outer dims
+                    src += st[t];
+                    if (++at[t] < d[t]) {
+                        break;
+                    }
+                    src -= at[t] * st[t];
+                    at[t] = 0;
                 }
             }
         }
