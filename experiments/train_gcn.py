@@ -14,6 +14,8 @@ so that both sides compute the same function. Two modes:
 
     python -m experiments.train_gcn --graph cora --epochs 50
     python -m experiments.train_gcn --graph ogbn-arxiv --iterations 3
+
+Results: ``train_gcn_<graph>_<backend>_<epochs|iterations>.csv`` in --out.
 """
 from __future__ import annotations
 
@@ -243,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         slowest = sorted(trainer.last_run.steps, key=lambda s: -s.seconds)[:SLOWEST]
         print("slowest steps of the last iteration: " + "; ".join(
             f"{s.label} {s.seconds:.2f} s" for s in slowest))
-    path = tables / f"train_gcn_{args.graph}_{args.backend}.csv"
+    mode = "epochs" if args.epochs else "iterations"
+    path = tables / f"train_gcn_{args.graph}_{args.backend}_{mode}.csv"
     harness.write_csv(path, rows, provenance)
     print(f"wrote {path}")
     return 0
