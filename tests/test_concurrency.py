@@ -76,13 +76,13 @@ def test_calls_without_a_backend_share_the_process_database_and_leave_nothing():
     datas = [_data(s) for s in range(6)]
     with ThreadPoolExecutor(3) as pool:
         _check(list(pool.map(lambda k: run(PROGRAM, datas[k]), range(6))), datas)
-    pid, engine = DuckDBBackend._engine
+    pid, engine, _ = DuckDBBackend._engine
     assert pid == os.getpid()
     assert engine.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
     assert engine.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal"
                           ).fetchall() == [(0,)]
     _check([run(PROGRAM, datas[0], threads=1)], datas[:1])
     assert DuckDBBackend._engine[1] is engine
-    DuckDBBackend._engine = (pid + 1, engine)       # as a forked child finds it
+    DuckDBBackend._engine = (pid + 1, *DuckDBBackend._engine[1:])   # as a forked child finds it
     _check([run(PROGRAM, datas[1])], datas[1:2])
     assert DuckDBBackend._engine[0] == pid and DuckDBBackend._engine[1] is not engine

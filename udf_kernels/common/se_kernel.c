@@ -729,26 +729,20 @@ strided_dims(const se_sparse *sk, se_sparse *laid, bool result, int64_t *dims, i
 {
 	int			nd = 0;
 
-	for (int j = 0; j < sk->nk; j++)
+	for (int t = 0; t < sk->nk + sk->nf; t++)
 	{
-		int64_t		s = result ? sk->k_ost[j] : sk->k_dst[j];
+		const bool	k = t < sk->nk;
+		const int	i = k ? t : t - sk->nk;
+		int64_t    *laid_st = result ? (k ? laid->k_ost : laid->f_ost)
+			: (k ? laid->k_dst : laid->f_dst);
+		const int64_t *sk_st = result ? (k ? sk->k_ost : sk->f_ost) : (k ? sk->k_dst : sk->f_dst);
+		int64_t		s = sk_st[i];
 
 		if (s != 0)
 		{
-			dims[nd] = sk->k_dim[j];
+			dims[nd] = k ? sk->k_dim[i] : sk->f_dim[i];
 			st[nd] = s;
-			to[nd++] = result ? &laid->k_ost[j] : &laid->k_dst[j];
-		}
-	}
-	for (int f = 0; f < sk->nf; f++)
-	{
-		int64_t		s = result ? sk->f_ost[f] : sk->f_dst[f];
-
-		if (s != 0)
-		{
-			dims[nd] = sk->f_dim[f];
-			st[nd] = s;
-			to[nd++] = result ? &laid->f_ost[f] : &laid->f_dst[f];
+			to[nd++] = &laid_st[i];
 		}
 	}
 	return nd;
