@@ -818,14 +818,13 @@ se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *dense, se_spa
 	int64_t		dims[2 * SE_MAXDIMS], st[2 * SE_MAXDIMS];
 	int64_t    *to[2 * SE_MAXDIMS];
 	double	   *copy;
-	se_sparse	was = *sk;
 
 	*laid = *sk;
 	copy = relaid(sk, nnz, false, sk->dense_size, laid);
 	if (copy == NULL)
-		*laid = was;
+		*laid = *sk;
 	else
-		permute(copy, (double *) dense, dims, st, strided_dims(&was, laid, false, dims, st, to),
+		permute(copy, (double *) dense, dims, st, strided_dims(sk, laid, false, dims, st, to),
 				true);
 	return copy;
 }
@@ -834,12 +833,11 @@ double *
 se_sparse_result_relayout(const se_sparse *sk, int64_t nnz, se_sparse *laid)
 {
 	double	   *copy;
-	se_sparse	was = *sk;
 
 	*laid = *sk;
 	copy = relaid(sk, nnz, true, sk->out_size, laid);
 	if (copy == NULL)
-		*laid = was;
+		*laid = *sk;
 	return copy;
 }
 
