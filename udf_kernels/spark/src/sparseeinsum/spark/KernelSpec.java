@@ -480,17 +480,12 @@ final class KernelSpec {
             laid.fOst = fOst.clone();
             laid.size = size;
             long step = elements;
-            int t = 0;
-            for (int j = 0; j < nk; j++) {
-                if ((result ? kOst[j] : kDst[j]) != 0) {
-                    step /= d[t++];
-                    (result ? laid.kOst : laid.kDst)[j] = step;
-                }
-            }
-            for (int f = 0; f < nf; f++) {
-                if ((result ? fOst[f] : fDst[f]) != 0) {
-                    step /= d[t++];
-                    (result ? laid.fOst : laid.fDst)[f] = step;
+            for (int t = 0, n = 0; t < nk + nf; t++) {
+                long[] st = t < nk ? (result ? laid.kOst : laid.kDst) : (result ? laid.fOst : laid.fDst);
+                int i = t < nk ? t : t - nk;
+                if (st[i] != 0) {
+                    step /= d[n++];
+                    st[i] = step;
                 }
             }
             return laid;
