@@ -4,7 +4,8 @@
 payload of each key: the sub-tensor over the payload axes, flattened row-major (a
 scalar when there is no payload axis), with the padding of edge tiles zero; or, for
 sparse payloads, its non-zeros packed as ``[offsets..., values...]`` (the flat offsets
-within the payload, then the values, as doubles). All-zero payloads are not kept.
+within the payload, then the values, as doubles). All-zero payloads are not kept. For a
+tensor whose absent entries hold a default other than 0, read "the default" for "zero".
 This is how arrays go into and come out of the engines.
 """
 from __future__ import annotations
@@ -28,11 +29,11 @@ class Blocks:
     def __len__(self) -> int:
         return int(self.values.shape[0]) if self.bounds is None else len(self.bounds) - 1
 
-    def dense(self, size: int) -> np.ndarray:
-        """The payloads as a (tuples, size) array."""
+    def dense(self, size: int, default: float = 0.0) -> np.ndarray:
+        """The payloads as a (tuples, size) array (a packed one's absent entries `default`)."""
         if self.bounds is None:
             return self.values.reshape(len(self), size)
-        return unpack(self.values, self.bounds, size)
+        return unpack(self.values, self.bounds, size, default)
 
 
 def stored(values: np.ndarray) -> np.ndarray:
@@ -58,10 +59,11 @@ def _pack(tuples: np.ndarray, offsets: np.ndarray, values: np.ndarray, counts: n
     return packed, np.concatenate([[0], 2 * np.cumsum(counts)]).astype(np.int64)
 
 
-def unpack(packed: np.ndarray, bounds: np.ndarray, size: int) -> np.ndarray:
-    """Packed sparse payloads as dense ones (tuples, size)."""
+def unpack(packed: np.ndarray, bounds: np.ndarray, size: int, default: float = 0.0
+           ) -> np.ndarray:
+    """Packed sparse payloads as dense ones (tuples, size), absent entries `default`."""
     tuples, offsets, values = entries(packed, bounds)
-    dense = np.zeros((len(bounds) - 1, size))
+    dense = np.full((len(bounds) - 1, size), default)
     dense[tuples, offsets] = values
     return dense
 
@@ -83,10 +85,10 @@ def _grid(shape: tuple[int, ...], tiling: Tiling) -> list[tuple[int, int]]:
 def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
               sparse: bool = False, default: float = 0.0) -> Blocks:
     """Split `tensor` by `tiling` into blocks (zero blocks left out), with dense or
-    sparse payloads; with a `default` other than 0, one tuple per entry that differs
-    from it (a scipy.sparse matrix's unstored entries hold it), scalar payloads only."""
+    sparse payloads; with a `default` other than 0, the entries that differ from it (a
+    scipy.sparse matrix's unstored entries hold it: `_decompose_default`)."""
     if default != 0:
-        return _decompose_default(tensor, tiling, default)
+        return _decompose_default(tensor, tiling, sparse, default)
     if sp.issparse(tensor):
         return _decompose_sparse(tensor, tiling, sparse)
     if sparse:
@@ -108,14 +110,15 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
 
 
-def _decompose_default(tensor, tiling: Tiling, default: float) -> Blocks:
+def _decompose_default(tensor, tiling: Tiling, sparse: bool, default: float) -> Blocks:
+    """`decompose` of a tensor whose absent entries hold `default`: one tuple per tile with
+    an entry that differs from it, the rest of a dense payload (edge tiles' padding too)
+    filled with it, or a packed payload of those entries."""
     shape = tuple(tensor.shape)
-    if payload_size(tiling) > 1:
-        raise ValueError(f"a tensor of default {default} is stored with scalar payloads only")
     if sp.issparse(tensor):
         csr = canonical(tensor, "csr")
         rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(csr.indptr))
-        coords, values = (rows, csr.indices), csr.data
+        coords, values = (rows, csr.indices.astype(np.int64)), csr.data
     else:
         array = np.asarray(tensor)
         flat = np.flatnonzero(array != default)
@@ -123,8 +126,24 @@ def _decompose_default(tensor, tiling: Tiling, default: float) -> Blocks:
     kept = values != default              # stored entries that hold the default
     if not kept.all():
         coords, values = [c[kept] for c in coords], values[kept]
-    return Blocks([np.asarray(coords[a], dtype=np.int64) for a in keyed_axes(tiling, shape)],
-                  values)
+    coords = [np.asarray(c, dtype=np.int64) for c in coords]
+    if payload_size(tiling) == 1:
+        return Blocks([coords[a] for a in keyed_axes(tiling, shape)], values)
+    grid = _grid(shape, tiling)
+    tile = np.ravel_multi_index([c // b for c, (_, b) in zip(coords, grid)],
+                                [r for r, _ in grid])
+    offsets = np.ravel_multi_index([c % b for c, (_, b) in zip(coords, grid)],
+                                   [b for _, b in grid])
+    order = np.lexsort((offsets, tile))    # by tile, offsets ascending within each
+    tile, offsets, values = tile[order], offsets[order], values[order]
+    tile_ids, slot = _unique(tile)
+    if sparse:
+        packed, bounds = _pack(slot, offsets, values, np.bincount(slot, minlength=len(tile_ids)))
+        blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), shape, tiling, grid)
+        return Blocks(blocks.keys, packed, bounds)
+    payloads = np.full((len(tile_ids), prod(b for _, b in grid)), default)
+    payloads[slot, offsets] = values
+    return _blocks(tile_ids, payloads, shape, tiling, grid)
 
 
 def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], tiling: Tiling,
@@ -204,7 +223,7 @@ def compose(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling, default: flo
         for a, k in zip(keyed, blocks.keys):
             keys[a] = k
         index = np.ravel_multi_index(keys, [r for r, _ in grid]) if grid else 0
-        flat[index] = blocks.dense(flat.shape[1])
+        flat[index] = blocks.dense(flat.shape[1], default)
     tiles = flat.reshape([r for r, _ in grid] + [b for _, b in grid])
     order = [x for a in range(len(grid)) for x in (a, len(grid) + a)]
     padded = tiles.transpose(order).reshape([r * b for r, b in grid])
@@ -224,7 +243,7 @@ def compose_sparse(blocks: Blocks, shape: tuple[int, ...], tiling: Tiling,
         values = payload[tuples, offsets]
     else:
         tuples, offsets, values = entries(blocks.values, blocks.bounds)
-        kept = values != 0
+        kept = values != default
         tuples, offsets, values = tuples[kept], offsets[kept], values[kept]
     within = np.unravel_index(offsets, [b for _, b in grid]) if grid else ()
     keys = dict(zip(keyed_axes(tiling, shape), blocks.keys))

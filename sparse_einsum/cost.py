@@ -12,8 +12,10 @@ from math import ceil, prod
 from pathlib import Path
 
 from .capabilities import Capabilities
+from .kernels.spec import SPARSE_DRIVEN
 from .plan import Choice, factor_reader, scalar_factor
 from .program.dag import Dag, Vertex
+from .program.ops import AGGREGATES
 from .shuffles import Exchange, row_bytes, vertex_exchanges
 from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
@@ -26,6 +28,13 @@ from .tiling import (
 # tuples one kernel call receives at most (DuckDB hands UDFs vectors of 2048 rows)
 KERNEL_BATCH = 2048
 STACKED_TUPLES = 16     # tuples of one group in a batch that make summing them one product
+
+
+def arrays_hold(v: Vertex) -> bool:
+    """Whether the vertex's values may be kept in arrays: not where a min or max over
+    absent tuples must fold in a default other than 0 that changes it (the array
+    aggregates fold in 0)."""
+    return not (v.default and AGGREGATES[v.agg].clip(v.default))
 
 
 @dataclass(frozen=True)
@@ -198,7 +207,8 @@ class CostModel:
         """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
         one-tuple operands bound once, and their results unless `kernel_summed`) above
         the memory cap, no payload longer than the SQL dialect's arrays hold (none at all
-        with `scalars_only`, nor where absent entries are not 0: `Vertex.defaults`),
+        with `scalars_only`, nor with a min or max whose absent tuples hold a default
+        other than 0 that changes it),
         padded tiles only where padding stays zero (see `pads_safely`), and, where
         aggregate states cannot spill, no more groups x state size than the cap."""
         found = self._fits.get((v.name, choice))
@@ -208,8 +218,10 @@ class CostModel:
 
     def _fit(self, v: Vertex, choice: Choice) -> bool:
         t, sparse = self._laid_out(v, choice), choice.sparse
-        if (self.scalars_only or v.defaults) and any(t.payload):
-            return False         # payloads hold doubles, and absent entries as 0
+        if self.scalars_only and any(t.payload):
+            return False         # payloads hold doubles
+        if any(t.payload) and not arrays_hold(v):
+            return False
         if sparse and not (self.caps.sparse_payloads and all(t.payload[k] for k in sparse)):
             return False
         limit = self.caps.max_payload_values
@@ -299,12 +311,19 @@ class CostModel:
                                           if o.tensor != v.name)
 
     def sparse_driven(self, v: Vertex, choice: Choice) -> bool:
-        """Whether the kernel runs over the packed operand's non-zeros: a product summed,
-        one operand packed, the other finite (0 x inf must give NaN, so the kernels
-        densify the packed operand otherwise, and its dense size must fit the cap)."""
-        return (len(choice.sparse) == 1 and v.op == "mul" and v.agg == "sum"
-                and all(self.stats[o.tensor].finite
-                        for k, o in enumerate(v.operands) if k not in choice.sparse))
+        """Whether the kernel runs over the packed operand's stored entries
+        (`SPARSE_DRIVEN`: a product summed, or a min or max of sums over absent infs), one
+        operand packed, the other finite where it is stored and not of the opposite
+        infinity (0 x inf and inf + -inf must give NaN, so the kernels densify the packed
+        operand otherwise, and its dense size must fit the cap)."""
+        if len(choice.sparse) != 1:
+            return False
+        (s,) = choice.sparse
+        defaults = v.defaults or (0.0,) * len(v.operands)
+        absent = SPARSE_DRIVEN.get((v.op, v.agg))
+        return (absent == defaults[s] and all(
+            self.stats[o.tensor].finite and defaults[k] != -absent
+            for k, o in enumerate(v.operands) if k != s))
 
     def kernel_summed(self, v: Vertex, choice: Choice) -> bool:
         """Whether the aggregate sums the kernel's results without forming them (the
@@ -498,6 +517,9 @@ class CostModel:
         engine can); each of these statements costs C_statement."""
         stats = self.stats[tensor]
         middle = middle_tiling(have, need)
+        if sparse and self.dag.default(tensor) and not (self.caps.packed_stacks
+                                                        and stacks_scalars(have, need)):
+            return float("inf")       # sparsify packs non-zeros: not a tensor of another default
         moved = max(2 * stats.tuples(middle) - stats.tuples(have) - stats.tuples(need), 0.0)
         cost = moved * (_payload_bytes(middle) * self.p.c_xfer + self.p.c_fixed)
         spread = 1.0 / self.tasks(min(stats.tuples(have), stats.tuples(need)))

@@ -89,7 +89,8 @@ def semiring_einsum(subscripts: str, operands: list[object], semiring: Semiring)
         own = list(dict.fromkeys(term))
         dense = np.einsum(dense, [own.index(l) for l in term], list(range(len(own))))
         aligned = _align(dense, own, labels)
-        value = aligned if value is None else semiring.numpy_product(value, aligned)
+        with np.errstate(invalid="ignore"):              # inf + -inf is NaN, as NumPy's
+            value = aligned if value is None else semiring.numpy_product(value, aligned)
     summed = tuple(k for k, l in enumerate(labels) if l not in output)
     if summed:
         value = semiring.numpy_sum.reduce(value, axis=summed)

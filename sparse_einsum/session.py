@@ -34,7 +34,7 @@ import numpy as np
 
 from .backends import open_backend
 from .backends.base import Backend
-from .cost import CostParams, load_params
+from .cost import CostParams, arrays_hold, load_params
 from .errors import DataError, PlanError, ProgramError
 from .executor import Execution, execute
 from .explanation import explanation
@@ -365,13 +365,13 @@ class Session:
                             "doubles, and this program's integers may exceed 2**53 (where "
                             "doubles lose them): use a plan that promotes every label "
                             "(optimal, relational)")
-        arrays = [v.name for v in self.dag.vertices if v.defaults
+        arrays = [v for v in self.dag.vertices if not arrays_hold(v)
                   and any(b > 1 for b in chosen.choices[v.name].sizes.values())]
         if arrays:
-            raise PlanError(f"plan {chosen.name!r} keeps values of {arrays[0]} in arrays, whose "
-                            "absent entries are 0, but its operands' absent entries are "
-                            f"{', '.join(map(str, self.dag.vertex(arrays[0]).defaults))}: use a "
-                            "plan that promotes every label (optimal, relational)")
+            raise PlanError(f"plan {chosen.name!r} keeps values of {arrays[0].name} in arrays, "
+                            f"whose {arrays[0].agg} over absent tuples would miss their default "
+                            f"{arrays[0].default}: use a plan that promotes every label "
+                            "(optimal, relational)")
         ctx = self.optimizer()
         self._compiled += 1                 # tables of every compilation named apart
         with self._stage(f"compiling {len(self.dag.vertices)} vertices"):

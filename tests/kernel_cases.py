@@ -138,18 +138,20 @@ PRODUCTS.append((contraction("k,kn->n", SIZES), np.where(np.arange(7) % 2 == 0, 
 
 # ---------------------------------------------------------------- packed sparse inputs
 
-def packed(x) -> np.ndarray:
-    """A dense payload packed sparse: the flat offsets of its non-zeros, then their values."""
+def packed(x, fill: float = 0.0) -> np.ndarray:
+    """A dense payload packed sparse: the flat offsets of its entries other than `fill`
+    (non-zeros), then their values."""
     x = np.atleast_1d(np.asarray(x, dtype=np.float64))
-    at = np.flatnonzero(x)
+    at = np.flatnonzero(x != fill)
     return np.concatenate([at.astype(np.float64), x[at]])
 
 
-def mark(spec: str, which: tuple[int, ...]) -> str:
-    """The spec text with the stride lists of the inputs in `which` marked packed (~)."""
+def mark(spec: str, which: tuple[int, ...], fill: float = 0.0) -> str:
+    """The spec text with the stride lists of the inputs in `which` marked packed (~), of
+    absent entries `fill`."""
     fields = spec.split(";")
     for k in which:
-        fields[4 + k] = "~" + fields[4 + k]
+        fields[4 + k] = "~" + (f"{fill!r}:" if fill else "") + fields[4 + k]
     return ";".join(fields)
 
 
@@ -186,6 +188,28 @@ def _sparse_cases() -> list[tuple[str, list[np.ndarray], np.ndarray]]:
     for spec, a in UNARY[:3]:
         a = _thin(a, rng, 0.5)
         cases.append((mark(spec, (0,)), [packed(a)], ref_kernel(spec, a)))
+    return cases + _semiring_cases()
+
+
+def _semiring_cases() -> list[tuple[str, list[np.ndarray], np.ndarray]]:
+    """Packed inputs whose absent entries are not 0: min and max of sums over absent inf and
+    -inf (run over the stored entries), the dense input holding the same infinity (still
+    run so), the opposite one or NaN (densified: inf + -inf is NaN), and kernels that
+    densify with the fill (a min of sums over absent 0s, a unary one)."""
+    rng = np.random.default_rng(12)
+    cases = []
+    for n, (spec, a, b) in enumerate(PRODUCTS):
+        for agg, fill in (("min", np.inf), ("max", -np.inf), ("min", 0.0)):
+            ring = spec.replace("mul;sum", f"add;{agg}")
+            dense = [np.where(rng.random(np.shape(x)) < 0.4, np.round(np.asarray(x) * 4), fill)
+                     for x in (a, b)]
+            other = dense[1 - n % 2]
+            other[rng.integers(0, other.size)] = [fill, -fill, np.nan][n % 3] if fill else np.inf
+            for which in ((n % 2,), (0, 1)):
+                sent = [packed(x, fill) if k in which else x for k, x in enumerate(dense)]
+                cases.append((mark(ring, which, fill), sent, ref_kernel(ring, *dense)))
+    a = np.where(rng.random(12) < 0.5, rng.normal(size=12), np.inf)
+    cases.append((mark("neg;sum;1;12;1", (0,), np.inf), [packed(a, np.inf)], -a))
     return cases
 
 
@@ -224,6 +248,11 @@ def _big_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
                             ("f", f"mul;sum;1;{f},{n},{n};~0,{n},1;{n},0,1", product.sum(axis=0)),
                             ("fi", f"mul;sum;2;{f},{n},{n};~0,{n},1;{n},0,1", product.T.ravel())]:
         cases.append((f"packed-{out}-ht", spec, payload, h.T.ravel(), want))
+    # min of sums over the stored entries of a packed matrix (absent: inf), rows in ranges
+    best = np.full((n, f), np.inf)
+    np.minimum.at(best, coo.row, coo.data[:, None] + h[coo.col])
+    cases.append(("packed-if-min-plus", f"add;min;2;{n},{f},{n};~inf:{n},0,1;0,1,{f}", payload,
+                  h.ravel(), best.ravel()))
     return cases
 
 

@@ -265,10 +265,13 @@ def test_aggregates_skip_nulls_and_give_null_for_nothing(con):
                        "(NULL, [1.0, 1.0]), ([3.0, 2.0], NULL)) t(v, w)").fetchall() == [([2.0, 5.0],)]
 
 
-def test_split_and_stack_round_trip(con):
-    big = np.arange(1.0, 25.0).reshape(4, 6)
-    big[2:4, 0:3] = 0.0                              # position 2 is all zeros
-    spec = "24;2,2;12,3;2,3;6,1"                     # 2x2 blocks of 2x3
+@pytest.mark.parametrize("fill", [0.0, np.inf])
+def test_split_and_stack_round_trip(con, fill):
+    """Pieces all the fill (the tensor's default) are NULL; a stack fills what it does not
+    write with it."""
+    big = np.arange(0.0, 24.0).reshape(4, 6)
+    big[2:4, 0:3] = fill                             # position 2 is all fill
+    spec = "24;2,2;12,3;2,3;6,1" + (f";{fill!r}" if fill else "")   # 2x2 blocks of 2x3
     rows = con.execute(f"SELECT generate_subscripts(v, 1) - 1, unnest(v) FROM "
                        f"(SELECT se_split('{spec}', ?::DOUBLE[]) AS v)", [big.ravel().tolist()]
                        ).fetchall()
@@ -280,8 +283,8 @@ def test_split_and_stack_round_trip(con):
                       f"AS p, unnest(x) AS v FROM (SELECT se_split('{spec}', ?::DOUBLE[]) AS x))",
                       [big.ravel().tolist()]).fetchall()[0][0]
     assert got == big.ravel().tolist()
-    assert con.execute("SELECT se_stack('3;3;1;;', v, p) FROM (VALUES (2.0, 0), (5.0, 2)) t(v, p)"
-                       ).fetchall() == [([2.0, 0.0, 5.0],)]
+    assert con.execute(f"SELECT se_stack('3;3;1;;{';inf' if fill else ''}', v, p) FROM "
+                       "(VALUES (2.0, 0), (5.0, 2)) t(v, p)").fetchall() == [([2.0, fill, 5.0],)]
 
 
 def test_stack_packed_sorts_positions_in_parallel_groups(con):

@@ -300,10 +300,13 @@ def test_elementwise_aggregates_edge_cases(conn):
 # ---------------------------------------------------------------- take / stack
 
 
-def test_take_stack_round_trip(conn):
-    big = np.arange(1.0, 25.0).reshape(4, 6)
-    big[2:4, 0:3] = 0.0                                  # position 2 is all zeros
-    spec = "24;2,2;12,3;2,3;6,1"                        # 2x2 blocks of 2x3
+@pytest.mark.parametrize("fill", [0.0, np.inf])
+def test_take_stack_round_trip(conn, fill):
+    """Pieces all the fill (the tensor's default) are NULL; a stack fills what it does not
+    write with it."""
+    big = np.arange(0.0, 24.0).reshape(4, 6)
+    big[2:4, 0:3] = fill                                 # position 2 is all fill
+    spec = "24;2,2;12,3;2,3;6,1" + (f";{fill!r}" if fill else "")   # 2x2 blocks of 2x3
     rows = conn.execute("SELECT p, se_take(%s, %s::float8[], p) FROM generate_series(0, 3) p",
                         (spec, _arr(big.ravel()))).fetchall()
     blocks = {p: big[2 * (p // 2):2 * (p // 2) + 2, 3 * (p % 2):3 * (p % 2) + 3].ravel() for p in range(4)}

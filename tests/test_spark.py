@@ -243,6 +243,20 @@ def test_each_jvm_kernel_matches_numpy(spark):
     got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(packed)}, a, b) FROM se_t ORDER BY k")
     with np.errstate(invalid="ignore"):
         check(np.array([r[0] for r in got]), run_kernel(spec, a, b), packed.text)
+    # min and max of sums over a packed a whose absent entries are inf (-inf): over the
+    # stored entries; a dense b holding the opposite infinity: densified with the fill
+    for agg, fill in (("min", np.inf), ("max", -np.inf)):
+        ring = replace(spec, op="add", agg=agg)
+        a = np.where(rng.random((3, 12)) < 0.4, np.round(rng.normal(size=(3, 12)) * 4), fill)
+        b = rng.normal(size=(3, 20))
+        b[1, 2], b[2, 3] = fill, -fill
+        packed = replace(ring, packed=(True, False), fills=(fill, 0.0))
+        rows = [(k, _packed(a[k], fill), b[k].tolist()) for k in range(3)]
+        _frame(spark, rows, "k int, a array<double>, b array<double>", "se_t")
+        got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(packed)}, a, b) "
+                          "FROM se_t ORDER BY k")
+        with np.errstate(invalid="ignore"):
+            check(np.array([r[0] for r in got]), run_kernel(ring, a, b), packed.text)
     # the dense input read, or the result written, with a stride along the free dim: the
     # product runs on a row-major copy of it
     m, k, n = 6, 8, 5
@@ -271,6 +285,13 @@ def test_each_jvm_kernel_matches_numpy(spark):
     assert sparse == [1.0, 2.0, -0.0, 2.5] and np.signbit(sparse[2])
     assert np.array_equal(dense, x) and np.signbit(dense[1])
     assert pieces[0] == [0.0, -0.0] and pieces[1] == [2.5, 0.0] and pieces[2] is None
+    # of a tensor whose default is inf: pieces all inf are left out, stacks fill with inf
+    _frame(spark, [([np.inf, 0.0, np.inf, np.inf],)], "v array<double>", "se_t")
+    (pieces, stacked), = spark.query(
+        f"SELECT {fn('se_split')}('4;2;2;2;1;inf', v), "
+        f"{fn('se_stack')}('6;3;2;2;1;inf', slice(v, 1, 2), 1) FROM se_t GROUP BY v")
+    assert pieces == [[np.inf, 0.0], None]
+    assert stacked == [np.inf, np.inf, np.inf, 0.0, np.inf, np.inf]
     # aggregates over groups: sums, NaN-propagating max/min, weights, kernel sums, stacks
     v = rng.normal(size=(9, 4))
     v[4, 1] = np.nan
@@ -341,8 +362,8 @@ def test_one_tuple_operands_are_converted_once_per_task(spark):
     assert 2 * rows <= converted <= 2 * rows + 4, converted
 
 
-def _packed(x: np.ndarray) -> list[float]:
-    at = np.flatnonzero(x)
+def _packed(x: np.ndarray, fill: float = 0.0) -> list[float]:
+    at = np.flatnonzero(x != fill)
     return at.astype(float).tolist() + x[at].tolist()
 
 

@@ -134,8 +134,8 @@ def aggregate_function(agg: str, expected: int) -> Callable[[pa.Array, pa.Array]
 
 
 def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
-    """Every piece of each value along the new axes, NULL where a piece is all +0.0 (a
-    piece of -0.0 is kept: 1 / -0.0 is -inf)."""
+    """Every piece of each value along the new axes, NULL where a piece is all the spec's
+    fill (+0.0: a piece of -0.0 is kept, 1 / -0.0 is -inf)."""
     base = position_offsets(np.arange(spec.positions), spec.new_dims, spec.new_strides)
     offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
     index = (base[:, None] + offsets[None, :]).reshape(-1)
@@ -144,14 +144,16 @@ def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
         values = rows(values)
         pieces = values[:, index].reshape(len(values) * spec.positions, spec.sub_size) \
             if len(values) else np.zeros((0, spec.sub_size))
-        inner = list_array(pieces, mask=~np.any(stored(pieces), axis=1))
+        kept = stored(pieces) if spec.fill == 0 else pieces != spec.fill
+        inner = list_array(pieces, mask=~np.any(kept, axis=1))
         outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
         return pa.ListArray.from_arrays(to_arrow(outer), inner)
     return apply
 
 
 def stack_function(spec: GatherSpec, values_are_lists: bool) -> Callable[[pa.Array], pa.Array]:
-    """Scatter each group's list of {p, v} (position, sub-tensor) into a zero tensor."""
+    """Scatter each group's list of {p, v} (position, sub-tensor) into a tensor of the
+    spec's fill."""
     offsets = position_offsets(np.arange(spec.sub_size), spec.sub_dims, spec.sub_strides)
 
     def apply(groups):
@@ -163,7 +165,7 @@ def stack_function(spec: GatherSpec, values_are_lists: bool) -> Callable[[pa.Arr
         values = items.field("v")
         values = rows(values) if values_are_lists else scalars(values).reshape(-1, 1)
         group = np.repeat(np.arange(len(lengths)), lengths)
-        out = np.zeros((len(lengths), spec.size))
+        out = np.full((len(lengths), spec.size), spec.fill)
         base = position_offsets(positions, spec.new_dims, spec.new_strides)
         out[group[:, None], base[:, None] + offsets[None, :]] = values
         return list_array(out)

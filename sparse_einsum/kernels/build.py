@@ -31,7 +31,8 @@ def vertex_kernel(vertex: Vertex, choice: Choice, op: str | None = None) -> Kern
                              for l in loop))
         in_sizes.append(prod(tiles[l] for l in payload))
     return KernelSpec(op=op or vertex.op, agg=vertex.agg, dims=tuple(tiles[l] for l in loop),
-                      n_out=len(out_loop), strides=tuple(strides), in_sizes=tuple(in_sizes))
+                      n_out=len(out_loop), strides=tuple(strides), in_sizes=tuple(in_sizes),
+                      fills=vertex.defaults)
 
 
 def take_spec(tiling: Tiling, middle: Tiling) -> GatherSpec:

@@ -116,16 +116,19 @@ def run_sparse_kernel(spec: KernelSpec, inputs: list, sparse: tuple[bool, ...],
                       constants: dict[int, object] | None = None) -> np.ndarray:
     """`run_kernel` where the inputs flagged in `sparse` are `Packed` batches (a constant
     one: a Packed of one tuple). A contraction with one sparse operand in matrix-product
-    form is one scipy CSR x dense product per batch; anything else runs densified."""
+    form is one scipy CSR x dense product per batch; anything else runs densified (a packed
+    input's absent entries filled with its default, `KernelSpec.fills`)."""
     constants = constants or {}
-    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum" and sum(sparse) == 1:
+    fills = spec.fills or (0.0,) * spec.arity
+    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum" and sum(sparse) == 1 \
+            and not fills[sparse.index(True)]:
         s = sparse.index(True)
         found = _sparse_product(spec, s, inputs, constants)
         if found is not None:
             return found if spec.out_dims else found[:, 0]
-    dense = [x if not packed or x is None else unpack(*x, size)
-             for x, packed, size in zip(inputs, sparse, spec.in_sizes)]
-    dense_constants = {k: unpack(*c, spec.in_sizes[k])[0] if sparse[k] else c
+    dense = [x if not packed or x is None else unpack(*x, size, fill)
+             for x, packed, size, fill in zip(inputs, sparse, spec.in_sizes, fills)]
+    dense_constants = {k: unpack(*c, spec.in_sizes[k], fills[k])[0] if sparse[k] else c
                        for k, c in constants.items()}
     return run_kernel(spec, *dense, constants=dense_constants)
 

@@ -18,16 +18,20 @@ constant ``name:c``: mulc (x*c), addc (x+c), subc (x-c), rsubc (c-x), divc (x/c)
 rdivc (c/x), maxc (max(x,c)), minc (min(x,c)), powc (x**c). A stride list marked
 ``~`` is an input given as a packed sparse payload (`sparse_einsum.blocks`: the flat
 offsets of its non-zeros in the dense payload the strides describe, then their values);
-only the C kernels read the mark.
+only the C kernels read the mark. A packed input whose absent entries are not 0 (the
+default of its tensor: inf in a min-plus product) gives it before its strides,
+``~FILL:S0,S1,...``.
 
 A gather spec moves sub-tensors for repartitioning (``take`` cuts the sub-tensor
 at position POS out of a value; ``stack`` scatters sub-tensors into a bigger one):
 
-    SIZE;DN0,DN1,...;SN0,SN1,...;DS0,DS1,...;SS0,SS1,...
+    SIZE;DN0,DN1,...;SN0,SN1,...;DS0,DS1,...;SS0,SS1,...[;FILL]
 
 element e of the sub-tensor (row-major over DS) of position POS (row-major over DN)
 sits at ``sum(unravel(POS, DN) * SN) + sum(unravel(e, DS) * SS)`` in the big
-tensor of SIZE elements.
+tensor of SIZE elements. FILL (0 when omitted) is the tensor's default: the value a
+stack leaves where no sub-tensor lands, and the value of every element of a piece that
+`take` leaves out.
 """
 from __future__ import annotations
 
@@ -39,6 +43,11 @@ def _ints(values: tuple[int, ...]) -> str:
     return ",".join(str(v) for v in values)
 
 
+def _fill(value: float) -> str:
+    """A default as the specs spell it: a number, inf or -inf (C's strtod reads them)."""
+    return repr(float(value))
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     op: str                                  # binary op, unary function, or "fn:const"
@@ -48,6 +57,7 @@ class KernelSpec:
     strides: tuple[tuple[int, ...], ...]     # per input, one stride per loop dim
     in_sizes: tuple[int, ...]                # flat size of each input
     packed: tuple[bool, ...] = ()            # per input: a packed sparse payload
+    fills: tuple[float, ...] = ()            # per input: the default of a packed one
 
     @property
     def out_dims(self) -> tuple[int, ...]:
@@ -65,8 +75,16 @@ class KernelSpec:
     def text(self) -> str:
         parts = [self.op, self.agg, str(self.n_out), _ints(self.dims)]
         packed = self.packed or (False,) * self.arity
-        parts += [("~" if p else "") + _ints(s) for s, p in zip(self.strides, packed)]
+        fills = self.fills or (0.0,) * self.arity
+        parts += [("~" + (f"{_fill(f)}:" if f else "") if p else "") + _ints(s)
+                  for s, p, f in zip(self.strides, packed, fills)]
         return ";".join(parts)
+
+
+# the kernels that run over the stored entries of their one packed operand, skipping the
+# absent ones, whose terms are the aggregate's identity where they hold this value: (op,
+# agg) -> the packed operand's default (C core, JVM kernels)
+SPARSE_DRIVEN = {("mul", "sum"): 0.0, ("add", "min"): float("inf"), ("add", "max"): float("-inf")}
 
 
 def is_matrix_product(spec: KernelSpec) -> bool:
@@ -84,6 +102,7 @@ class GatherSpec:
     new_strides: tuple[int, ...]
     sub_dims: tuple[int, ...]      # dims of the sub-tensor
     sub_strides: tuple[int, ...]
+    fill: float = 0.0              # the big tensor's default (see the module docstring)
 
     @property
     def sub_size(self) -> int:
@@ -95,5 +114,6 @@ class GatherSpec:
 
     @property
     def text(self) -> str:
+        fill = [_fill(self.fill)] if self.fill else []
         return ";".join([str(self.size), _ints(self.new_dims), _ints(self.new_strides),
-                         _ints(self.sub_dims), _ints(self.sub_strides)])
+                         _ints(self.sub_dims), _ints(self.sub_strides)] + fill)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..cost import arrays_hold
 from ..errors import PlanError
 from ..plan import Choice, Plan
 from ..program.dag import Dag
@@ -169,7 +170,7 @@ def _dense(ctx: OptimizerContext, argument: str | None, top: int) -> list[Plan]:
 
 def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
     """Each label of each vertex promoted, demoted or tiled (a third each; promoted where
-    absent entries are not 0, as payloads hold them as 0); tiled with any
+    arrays cannot hold the vertex's values: `arrays_hold`); tiled with any
     size, or with a divisor of the label's size where padded tiles are not allowed; each
     operand with a payload read sparse with probability 1/3 (where the SQL allows it)."""
     rng = random.Random(seed)
@@ -181,7 +182,7 @@ def random_choices(ctx: OptimizerContext, seed: int) -> dict[str, Choice]:
             n = sizes[l]
             sizes_ok = [b for b in range(2, n) if ctx.model.pads_safely(v) or n % b == 0]
             pick = rng.random()
-            tiles[l] = 1 if pick < 1 / 3 or v.defaults else (
+            tiles[l] = 1 if pick < 1 / 3 or not arrays_hold(v) else (
                 rng.choice(sizes_ok) if pick < 2 / 3 and sizes_ok else n)
         sparse = [k for k, o in enumerate(v.operands) if ctx.model.caps.sparse_payloads
                   and any(tiles[l] > 1 for l in o.labels) and rng.random() < 1 / 3]

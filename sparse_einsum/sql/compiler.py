@@ -195,7 +195,8 @@ class Compiler:
         if self._one_tuple_operand(v, inputs) == 0:
             # the kernels take the one-tuple operand second (rows against one matrix are
             # then one BLAS product); x * y is y * x, bit for bit
-            v, inputs = replace(v, operands=v.operands[::-1]), inputs[::-1]
+            v, inputs = replace(v, operands=v.operands[::-1], defaults=v.defaults[::-1]), \
+                inputs[::-1]
         choice, sizes = self.plan.choices[v.name], self.dag.label_sizes(v)
         up = self.plan.keyed(self.dag, v)
         ranges = {l: key_range(choice.tile(l), sizes[l]) for l in up}
@@ -208,7 +209,7 @@ class Compiler:
         # beside an operand scales the scalar * vector form's vector only)
         fused = (d.weighted_sum(spec, dom.values, lists)
                  if agg_promoted and v.agg == "sum" and not out.is_scalar
-                 and dom.constant is None and dom.kind == "join"
+                 and dom.constant is None and dom.kind == "join" and not v.defaults
                  and not any(rel.sparse for rel in inputs) else None)
         if fused and factored and not fused.scales_val:
             fused = None
@@ -381,7 +382,9 @@ class Compiler:
         (NULL arrays stay NULL where the kernels read them as zeros)."""
         d = self.d
         if v.defaults:
-            return OrZero(f"{alias}.val", d.num(v.defaults[k]))
+            return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
+                                                 rel.sparse, v.defaults[k]),
+                          d.zero(None, default=v.defaults[k]))
         if rel.is_scalar or not d.null_arrays_are_zeros:
             return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
                                                   rel.sparse))
@@ -401,17 +404,20 @@ class Compiler:
 
     def _explode(self, rel: TableRelation, middle: Tiling) -> TableRelation:
         """Split each payload along the axes that get keys (or smaller tiles); drop +0.0
-        values and all-zero pieces, and the padding of edge tiles."""
+        values and all-zero pieces (values and pieces of the tensor's default), and the
+        padding of edge tiles."""
         d, q = self.d, self.d.q
         new = tuple(a for a in payload_axes(rel.tiling) if middle[a] < rel.tiling[a])
         out = self._new_rel(rel.tensor, middle)
-        spec = take_spec(rel.tiling, middle)
+        default = self.dag.default(rel.tensor)
+        spec = replace(take_spec(rel.tiling, middle), fill=default)
         b = StepBuilder(self.prefix, self._kernels)
         b.generates_rows = True                     # a row per piece of each payload
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
         kept += [f"r.{q(rel.column(a))} AS {q('t_' + out.column(a))}" for a in rel.keyed if a in new]
         pieces = d.explode(b, spec, q(rel.table), kept)       # columns: kept, p, val
-        keys, where = [], ["val IS NOT NULL"] + ([] if spec.sub_dims else [d.nonzero("val")])
+        stored = f"val <> {d.num(default)}" if default else d.nonzero("val")
+        keys, where = [], ["val IS NOT NULL"] + ([] if spec.sub_dims else [stored])
         for a in out.keyed:
             if a not in new:
                 keys.append(q(out.column(a)))
@@ -434,7 +440,7 @@ class Compiler:
         d, q = self.d, self.d.q
         moved = tuple(a for a in rel.keyed if rel.tiling[a] == 1 and target[a] > 1)
         out = self._new_rel(rel.tensor, target, sparse=packed)
-        spec = stack_spec(rel.tiling, target, moved)
+        spec = replace(stack_spec(rel.tiling, target, moved), fill=self.dag.default(rel.tensor))
         b = StepBuilder(self.prefix, self._kernels)
         steps = [prod(spec.new_dims[k + 1:]) for k in range(len(moved))]
         offsets = [f"{q(rel.column(a))} % {target[a]}" if a in out.keyed else q(rel.column(a))

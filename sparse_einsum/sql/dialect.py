@@ -28,12 +28,14 @@ def scaled_vector(spec: KernelSpec, lists: list[bool]) -> int | None:
 
 class OrZero(str):
     """SQL of an operand's value where tuples may be absent: ``coalesce(value, zero)``,
-    keeping `value` for a dialect that indexes into it."""
+    keeping `value` and the scalar of each element of `zero` (`element`) for a dialect
+    that indexes into it."""
     value: str
+    element: str | None
 
-    def __new__(cls, value: str, zero: str) -> "OrZero":
+    def __new__(cls, value: str, zero: str, element: str | None = None) -> "OrZero":
         sql = super().__new__(cls, f"coalesce({value}, {zero})")
-        sql.value = value
+        sql.value, sql.element = value, element
         return sql
 
 
@@ -64,7 +66,7 @@ class Dialect:
     range_sql: ClassVar[str] = ""                 # a one-column table {col} of 0..{n}-1
     double_sql: ClassVar[str] = "DOUBLE PRECISION"   # the SQL type of values
     zero_sql: ClassVar[str] = "CAST(0.0 AS DOUBLE PRECISION)"
-    zero_array_sql: ClassVar[str] = ""            # an array of {size} zeros
+    array_sql: ClassVar[str] = ""                 # an array of {size} elements {value}
     finite_sql: ClassVar[str] = "isfinite({x})"   # neither NaN nor inf
     isnan_sql: ClassVar[str] = "isnan({x})"
     # an exploded value that needs a tuple: anything but +0.0 (1 / -0.0 is -inf)
@@ -118,11 +120,14 @@ class Dialect:
     def range_from(self, n: int, column: str) -> str:
         return self.range_sql.format(n=int(n), last=int(n) - 1, col=column)
 
-    def zero(self, size: int | None, sparse: bool = False) -> str:
-        """A zero scalar (size None) or payload of `size` elements, dense or sparse."""
+    def zero(self, size: int | None, sparse: bool = False, default: float = 0.0) -> str:
+        """A zero scalar (size None) or payload of `size` elements, dense or sparse (empty);
+        of a tensor with another `default`, that value."""
         if size is None:
-            return "CAST(0 AS BIGINT)" if self.integers else self.zero_sql
-        return self.zero_array_sql.format(size=0 if sparse else int(size))
+            return self.num(default) if default else (
+                "CAST(0 AS BIGINT)" if self.integers else self.zero_sql)
+        return self.array_sql.format(size=0 if sparse else int(size),
+                                     value=self.num(default) if default else self.zero_sql)
 
     def scalar_aggregate(self, agg: str, x: str) -> str:
         """AGG over scalar values: sums of BIGINT stay BIGINT; min sees NaN as NumPy does

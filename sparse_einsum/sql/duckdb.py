@@ -67,7 +67,7 @@ class _DuckDBSQL(Dialect):
     full_join_on_true = True
     range_sql = "range({n}) AS r_{col}({col})"
     zero_sql = _ZERO
-    zero_array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, CAST(0.0 AS DOUBLE))"
+    array_sql = "list_resize(CAST([] AS DOUBLE[]), {size}, {value})"
     packed_stack_sql = ("list_concat(list(CAST({pos} AS DOUBLE) ORDER BY {pos}), "
                         "list(CAST({val} AS DOUBLE) ORDER BY {pos}))")
     nonzero_sql = "({x} <> 0 OR signbit({x}))"
@@ -150,7 +150,7 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         """Element `index` (0-based SQL) of a list. A lambda evaluates captured expressions
         per element, so coalesce(x, zeros) becomes coalesce(x[i], 0)."""
         if isinstance(value, OrZero):
-            return f"coalesce({value.value}[1 + {index}], {_ZERO})"
+            return f"coalesce({value.value}[1 + {index}], {value.element or _ZERO})"
         return f"{value}[1 + {index}]"
 
     # -- kernels ----------------------------------------------------------------
@@ -197,8 +197,8 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
 
     # -- repartitioning ---------------------------------------------------------
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
-        """Every piece of each value along the new axes (NULL when all zero), unnested
-        together with its position."""
+        """Every piece of each value along the new axes (NULL when all zero, or all the
+        tensor's default), unnested together with its position."""
         self.check_size(spec.size, "dense array")
         pieces = "r.val"
         if spec.sub_dims:
@@ -209,13 +209,14 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
             cut = (f"list_transform(range({spec.sub_size}), "
                    f"lambda se_e: r.val[1 + {base} + {offset}])")
             pieces = Computed(f"list_transform(range({spec.positions}), "
-                              f"lambda se_p: nullif({cut}, {self.zero(spec.sub_size)}))")
+                              f"lambda se_p: nullif({cut}, "
+                              f"{self.zero(spec.sub_size, default=spec.fill)}))")
         return self.explode_list(pieces, spec.positions, table, kept)
 
     def stack(self, step: StepBuilder, spec: GatherSpec, value: str, position: str,
               value_is_list: bool) -> str:
-        """Scatter the group's sub-tensors by position, zeros where missing, then permute
-        into the big tensor's layout.
+        """Scatter the group's sub-tensors by position, zeros (the tensor's default) where
+        missing, then permute into the big tensor's layout.
 
         Merge-rank instead of a search per position (list_position is quadratic and slow in
         duckdb 1.5): keys 2p (present) and 2q+1 (every q) are ranked by grade_up twice; the
@@ -224,7 +225,8 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         """
         self.check_size(spec.size, "dense array")
         n = spec.positions
-        zero = self.zero(spec.sub_size) if value_is_list else _ZERO
+        zero = self.zero(spec.sub_size if value_is_list else None, default=spec.fill)
+        zero = zero if value_is_list or spec.fill else _ZERO
         keys = (f"list_concat(list_transform(list({position} ORDER BY {position}), "
                 f"lambda se_p: 2 * se_p), list_transform(range({n}), lambda se_q: 2 * se_q + 1))")
         count = f"(se_r[len(se_r) - {n} + se_q + 1] - se_q - 1)"

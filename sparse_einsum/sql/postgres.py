@@ -23,7 +23,7 @@ class PostgresDialect(NativeDialect):
     int_division = "({a} / {b})"
     range_sql = "generate_series(0, {last}) AS r_{col}({col})"
     zero_sql = "CAST(0 AS float8)"
-    zero_array_sql = "array_fill(CAST(0 AS float8), ARRAY[{size}])"
+    array_sql = "array_fill({value}, ARRAY[{size}])"
     finite_sql = "({x} NOT IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8))"
     isnan_sql = "({x} = 'NaN'::float8)"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS text) = '-0')"

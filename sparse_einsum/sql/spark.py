@@ -42,7 +42,7 @@ class _SparkSQL(Dialect):
     range_sql = "range({n}) AS r_{col}({col})"
     double_sql = "DOUBLE"
     zero_sql = "CAST(0.0 AS DOUBLE)"
-    zero_array_sql = "array_repeat(CAST(0.0 AS DOUBLE), {size})"
+    array_sql = "array_repeat({value}, {size})"
     finite_sql = "(NOT isnan({x}) AND abs({x}) <> CAST('inf' AS DOUBLE))"
     nonzero_sql = "({x} <> 0 OR CAST({x} AS STRING) = '-0.0')"
 

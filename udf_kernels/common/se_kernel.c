@@ -255,7 +255,17 @@ se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err)
 		int			n;
 
 		ks->packed[k] = *field == '~';
-		n = parse_ints(field + ks->packed[k], ks->st[k], "STRIDES", err);
+		field += ks->packed[k];
+		if (ks->packed[k] && strchr(field, ':'))
+		{
+			char	   *end;
+
+			ks->fill[k] = strtod(field, &end);
+			if (end == field || *end != ':')
+				return fail(err, "bad default of packed input %d", k + 1);
+			field = end + 1;
+		}
+		n = parse_ints(field, ks->st[k], "STRIDES", err);
 
 		if (n < 0)
 			return false;
@@ -275,15 +285,25 @@ bool
 se_parse_gspec(const char *spec, size_t len, se_gspec *g, char *err)
 {
 	char		buf[SPEC_MAXLEN];
-	char	   *f[6];
+	char	   *f[7];
 	int64_t		size[SE_MAXDIMS], reach, sub_reach;
+	int			nf;
 
 	memset(g, 0, sizeof(*g));
 	err[0] = '\0';
 	if (!copy_spec(spec, len, buf, err))
 		return false;
-	if (split_fields(buf, f, 5) != 5)
-		return fail(err, "expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES");
+	nf = split_fields(buf, f, 6);
+	if (nf != 5 && nf != 6)
+		return fail(err, "expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES[;FILL]");
+	if (nf == 6)
+	{
+		char	   *end;
+
+		g->fill = strtod(f[5], &end);
+		if (end == f[5] || *end != '\0')
+			return fail(err, "bad FILL \"%s\"", f[5]);
+	}
 	if (parse_ints(f[0], size, "SIZE", err) != 1)
 		return err[0] ? false : fail(err, "SIZE must be one integer");
 	g->size = size[0];
@@ -601,14 +621,20 @@ se_kspec_sparse(const se_kspec *ks, se_sparse *sk)
 	int64_t		oc[SE_MAXDIMS];
 	int			s, d;
 
-	if (ks->op != OP_mul || ks->agg != SE_AGG_SUM || ks->arity != 2 ||
-		ks->packed[0] == ks->packed[1])
+	if (ks->arity != 2 || ks->packed[0] == ks->packed[1])
 		return false;
 	s = ks->packed[0] ? 0 : 1;
 	d = 1 - s;
+	/* the absent entries' terms must be the aggregate's identity */
+	if (!(ks->op == OP_mul && ks->agg == SE_AGG_SUM && ks->fill[s] == 0.0) &&
+		!(ks->op == OP_add && ks->agg == SE_AGG_MIN && ks->fill[s] == INFINITY) &&
+		!(ks->op == OP_add && ks->agg == SE_AGG_MAX && ks->fill[s] == -INFINITY))
+		return false;
 	out_strides(ks, oc);
 	memset(sk, 0, sizeof(*sk));
 	sk->s = s;
+	sk->agg = ks->agg;
+	sk->init = ks->agg == SE_AGG_SUM ? 0.0 : ks->fill[s];
 	sk->size = ks->need[s];
 	sk->dense_size = ks->need[d];
 	sk->out_size = ks->out_size;
@@ -655,7 +681,20 @@ se_kspec_sparse(const se_kspec *ks, se_sparse *sk)
 	return true;
 }
 
-/* out[o + i*so] += v * w[i*sw] over the free dims from dim f on (the last one innermost). */
+/* o[i] = AGG(o[i], v + w[i]) for a min or max of sums (NaN propagating, as NumPy's). */
+SE_VECTORIZED static void
+sparse_add_agg(int agg, int64_t n, double v, const double *w, int64_t sw, double *o, int64_t so)
+{
+	if (agg == SE_AGG_MIN)
+		for (int64_t i = 0; i < n; i++)
+			SE_STEP_MIN(o[i * so], v + w[i * sw]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			SE_STEP_MAX(o[i * so], v + w[i * sw]);
+}
+
+/* out[o + i*so] (+)= v (*) w[i*sw] over the free dims from dim f on (the last one
+ * innermost): a multiply-add, or for a min or max of sums an add-min or add-max. */
 static void
 sparse_free_loop(const se_sparse *sk, int f, double v, const double *w, double *o)
 {
@@ -666,11 +705,20 @@ sparse_free_loop(const se_sparse *sk, int f, double v, const double *w, double *
 		for (int64_t i = 0; i < n; i++)
 			sparse_free_loop(sk, f + 1, v, w + i * sw, o + i * so);
 	}
+	else if (sk->agg != SE_AGG_SUM)
+		sparse_add_agg(sk->agg, n, v, w, sw, o, so);
 	else if (sw == 1 && so == 1)
 		se_axpy(n, v, w, o);
 	else
 		for (int64_t i = 0; i < n; i++)
 			o[i * so] += v * w[i * sw];
+}
+
+void
+se_sparse_init(const se_sparse *sk, double *out)
+{
+	for (int64_t o = 0; o < sk->out_size; o++)
+		out[o] = sk->init;
 }
 
 bool
@@ -679,8 +727,7 @@ se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double
 {
 	if (n % 2)
 		return fail(err, "a packed payload has an even length, not %lld", (long long) n);
-	if (sk->out_size > 0)
-		memset(out, 0, sizeof(double) * sk->out_size);
+	se_sparse_init(sk, out);
 	return se_sparse_add(sk, packed, n / 2, 0, n / 2, dense, out, err);
 }
 
@@ -710,8 +757,10 @@ se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t fr
 		}
 		if (!reached || rest != 0)
 			continue;			/* an element the kernel does not read (off a diagonal) */
-		if (sk->nf == 0)
+		if (sk->nf == 0 && sk->agg == SE_AGG_SUM)
 			out[oo] += packed[nnz + e] * dense[od];
+		else if (sk->nf == 0)
+			sparse_add_agg(sk->agg, 1, packed[nnz + e], dense + od, 0, out + oo, 0);
 		else
 			sparse_free_loop(sk, 0, packed[nnz + e], dense + od, out + oo);
 	}
@@ -865,25 +914,40 @@ se_sparse_rows_disjoint(const se_sparse *sk)
 	return reach < sk->k_ost[0];
 }
 
-SE_VECTORIZED bool
-se_all_finite(const double *x, int64_t n)
+SE_VECTORIZED int
+se_nonfinite(const double *x, int64_t n)
 {
-	int			bad = 0;
+	int			any = 0,
+				found = 0;
 
 	for (int64_t i = 0; i < n; i++)
-		bad |= x[i] - x[i] != 0.0;	/* NaN exactly for inf and NaN */
-	return !bad;
+		any |= x[i] - x[i] != 0.0;	/* NaN exactly for inf and NaN */
+	if (!any)
+		return 0;
+	for (int64_t i = 0; i < n; i++)
+		found |= (x[i] != x[i] ? SE_HAS_NAN : 0) | (x[i] == INFINITY ? SE_HAS_INF : 0) |
+			(x[i] == -INFINITY ? SE_HAS_NEG_INF : 0);
+	return found;
 }
 
 bool
-se_unpack(const double *packed, int64_t n, int64_t size, double *out, char *err)
+se_sparse_skips(const se_sparse *sk, int nonfinite)
+{
+	/* 0 * inf is NaN; inf + -inf is NaN; NaN + inf is NaN */
+	if (sk->agg == SE_AGG_SUM)
+		return nonfinite == 0;
+	return !(nonfinite & (SE_HAS_NAN | (sk->init > 0 ? SE_HAS_NEG_INF : SE_HAS_INF)));
+}
+
+bool
+se_unpack(const double *packed, int64_t n, int64_t size, double fill, double *out, char *err)
 {
 	const int64_t nnz = n / 2;
 
 	if (n % 2)
 		return fail(err, "a packed payload has an even length, not %lld", (long long) n);
-	if (size > 0)
-		memset(out, 0, sizeof(double) * size);
+	for (int64_t o = 0; o < size; o++)
+		out[o] = fill;
 	for (int64_t e = 0; e < nnz; e++)
 	{
 		const double at = packed[e];

@@ -9,8 +9,11 @@
  *   gather spec  SIZE;DN0,...;SN0,...;DS0,...;SS0,...
  *
  * A stride list marked ~ is an input given as a packed sparse payload: the flat offsets
- * of its non-zeros within the dense payload the strides describe (ascending), then their
- * values, in one array of 2 * nnz doubles.
+ * of its stored entries within the dense payload the strides describe (ascending), then
+ * their values, in one array of 2 * nnz doubles. The entries it does not store hold 0, or
+ * FILL where the mark is ~FILL: (the default of its tensor: inf in a min-plus product).
+ * A gather spec may end in ;FILL: the value a stack leaves where nothing lands, and the
+ * value of the pieces a take leaves out (0 when omitted).
  */
 #ifndef SE_KERNEL_H
 #define SE_KERNEL_H
@@ -48,16 +51,21 @@ typedef struct se_kspec
 	int64_t		out_size, red_size;
 	int64_t		need[2];		/* minimal input lengths (of the dense form, if packed) */
 	bool		packed[2];		/* input k is a packed sparse payload */
+	double		fill[2];		/* the value of a packed input's absent entries */
 } se_kspec;
 
 /*
- * A product-sum kernel driven by the non-zeros of its one packed input s: each non-zero's
- * loop indices are decoded from its offset (dims of s by decreasing stride), then the
- * loop dims s does not have (`free`) run against the dense input d.
+ * A kernel driven by the stored entries of its one packed input s, whose absent entries
+ * give the aggregate's identity whatever the dense input holds: a sum of products (absent
+ * 0), a min of sums (absent inf) or a max of sums (absent -inf). Each entry's loop indices
+ * are decoded from its offset (dims of s by decreasing stride), then the loop dims s does
+ * not have (`free`) run against the dense input d.
  */
 typedef struct se_sparse
 {
 	int			s;				/* the packed input; the dense one is 1 - s */
+	int			agg;			/* SE_AGG_SUM over products, SE_AGG_MIN/MAX over sums */
+	double		init;			/* the aggregate's identity: the result where s is absent */
 	int			nk;				/* dims of s (size > 1), by decreasing stride */
 	int64_t		k_dim[SE_MAXDIMS], k_st[SE_MAXDIMS], k_dst[SE_MAXDIMS], k_ost[SE_MAXDIMS];
 	int			nf;				/* the other dims (size > 1), in loop order */
@@ -83,6 +91,7 @@ typedef struct se_gemm
 typedef struct se_gspec
 {
 	int64_t		size, positions, sub_size;
+	double		fill;			/* the big tensor's default */
 	int			nn, ns;
 	int64_t		dn[SE_MAXDIMS], sn[SE_MAXDIMS], ds[SE_MAXDIMS], ss[SE_MAXDIMS];
 } se_gspec;
@@ -146,17 +155,34 @@ int64_t		se_gspec_base(const se_gspec *g, int64_t pos);
 
 /* ---------------------------------------------------------------- packed sparse payloads */
 
-/* Whether the kernel runs driven by its one packed input (mul, sum, a packed input whose
- * offsets decode uniquely); fills sk. The dense input must also be finite (se_all_finite):
- * 0 * inf is NaN, so a non-finite dense input needs the densified kernel. */
+/* Whether the kernel runs driven by its one packed input (mul and sum over absent 0s, add
+ * and min over absent infs, add and max over absent -infs; a packed input whose offsets
+ * decode uniquely); fills sk. The dense input must also leave the absent entries' terms
+ * what they are (se_sparse_skips): 0 * inf and inf + -inf are NaN, so a dense input
+ * holding such values needs the densified kernel. */
 bool		se_kspec_sparse(const se_kspec *ks, se_sparse *sk);
 
+/* The inf and NaN that x[0..n) holds: SE_HAS_NAN | SE_HAS_INF | SE_HAS_NEG_INF. */
+enum
+{
+	SE_HAS_NAN = 1, SE_HAS_INF = 2, SE_HAS_NEG_INF = 4
+};
+int			se_nonfinite(const double *x, int64_t n);
+
+/* Whether sk may skip the absent entries of its packed input against a dense input holding
+ * the non-finite values `nonfinite` (se_nonfinite). */
+bool		se_sparse_skips(const se_sparse *sk, int nonfinite);
+
 /* out = the kernel on packed (n doubles) and dense; false with a message in err on a bad
- * packed payload. Exactly nnz x (product of the free dims) multiply-adds. */
+ * packed payload. Exactly nnz x (product of the free dims) multiply-adds (or add-mins). */
 bool		se_sparse_run(const se_sparse *sk, const double *packed, int64_t n, const double *dense,
 						  double *out, char *err);
 
-/* Adds the products of the packed input's elements [from, to) (of nnz) into out. */
+/* out[0..out_size) = the result where the packed input is absent (sk->init). */
+void		se_sparse_init(const se_sparse *sk, double *out);
+
+/* Adds the products of the packed input's elements [from, to) (of nnz) into out (or for a
+ * min or max of sums, folds their sums in). */
 bool		se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t from,
 						  int64_t to, const double *dense, double *out, char *err);
 
@@ -178,17 +204,23 @@ double	   *se_sparse_relayout(const se_sparse *sk, int64_t nnz, const double *de
 double	   *se_sparse_result_relayout(const se_sparse *sk, int64_t nnz, se_sparse *laid);
 void		se_sparse_result_restore(const se_sparse *sk, const double *rows, double *out);
 
-/* Whether none of x[0..n) is inf or NaN. */
-bool		se_all_finite(const double *x, int64_t n);
-
-/* out[0..size) = the dense form of a packed payload of n doubles; false with err. */
-bool		se_unpack(const double *packed, int64_t n, int64_t size, double *out, char *err);
+/* out[0..size) = the dense form of a packed payload of n doubles whose absent entries are
+ * `fill`; false with err. */
+bool		se_unpack(const double *packed, int64_t n, int64_t size, double fill, double *out,
+					  char *err);
 
 /* Whether a relation stores x: anything but +0.0 (1 / -0.0 is -inf, as in NumPy). */
 static inline bool
 se_stored(double x)
 {
 	return x != 0.0 || signbit(x);
+}
+
+/* Whether a tensor of default `fill` stores x: x differs from it (se_stored for 0). */
+static inline bool
+se_differs(double x, double fill)
+{
+	return fill == 0.0 ? se_stored(x) : x != fill;
 }
 
 /* Stored values (se_stored) of x[0..n). */

@@ -173,8 +173,7 @@ sparse_run_threaded(const se_sparse *sk, const double *packed, int64_t n, const 
 	count = threads_for(work, nnz);
 	if (n % 2 || count < 2 || sk->empty || !se_sparse_rows_disjoint(sk))
 		return se_sparse_run(sk, packed, n, dense, out, err);
-	if (sk->out_size > 0)
-		memset(out, 0, sizeof(double) * sk->out_size);
+	se_sparse_init(sk, out);
 	/* ranges cut where the outermost index changes (positions ascend: one range each) */
 	for (int t = 0; t < count; t++)
 	{

@@ -228,6 +228,7 @@ array_finalize(duckdb_function_info info, duckdb_aggregate_state *source, duckdb
 typedef struct sstate
 {
 	vstate		array;			/* SIZE elements (first: finalize reads states as vstate) */
+	double		fill;			/* what no sub-tensor wrote holds (the spec's FILL) */
 	char	   *spec;			/* the group's spec text, to check it does not change */
 	uint32_t	spec_len;
 } sstate;
@@ -261,12 +262,15 @@ sstate_destroy(duckdb_aggregate_state *states, idx_t count)
 }
 
 static bool
-sstate_start(sstate *st, int64_t size, const char *spec, uint32_t spec_len)
+sstate_start(sstate *st, int64_t size, double fill, const char *spec, uint32_t spec_len)
 {
 	st->array.v = (double *) calloc((size_t) (size > 0 ? size : 1), sizeof(double));
 	st->spec = (char *) malloc(spec_len + 1);
 	if (st->array.v == NULL || st->spec == NULL)
 		return false;
+	for (int64_t e = 0; fill != 0.0 && e < size; e++)
+		st->array.v[e] = fill;
+	st->fill = fill;
 	st->array.len = size;
 	memcpy(st->spec, spec, spec_len);
 	st->spec[spec_len] = '\0';
@@ -315,7 +319,7 @@ stack_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregat
 			spec = text;
 			spec_len = len;
 		}
-		if (st->array.v == NULL && !sstate_start(st, g.size, text, len))
+		if (st->array.v == NULL && !sstate_start(st, g.size, g.fill, text, len))
 		{
 			free(suboff);
 			FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) g.size);
@@ -363,7 +367,7 @@ stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 			continue;
 		if (t->array.v == NULL)
 		{
-			if (!sstate_start(t, s->array.len, s->spec, s->spec_len))
+			if (!sstate_start(t, s->array.len, s->fill, s->spec, s->spec_len))
 				FAIL(info, "se_stack: out of memory for a state of %lld doubles", (long long) s->array.len);
 			memcpy(t->array.v, s->array.v, sizeof(double) * (size_t) s->array.len);
 			continue;
@@ -371,10 +375,11 @@ stack_combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_
 		if (t->spec_len != s->spec_len || memcmp(t->spec, s->spec, s->spec_len) != 0)
 			FAIL(info, "se_stack: the spec changes within a group (\"%s\" and \"%s\")", t->spec, s->spec);
 		/* positions of one group are disjoint: each element was written by at most one
-		 * state, and what a state did not write is +0.0; so the other state's element is
-		 * kept unless it is +0.0 (a sum would turn a -0.0 written by one state into +0.0) */
+		 * state, and what a state did not write is the fill; so the other state's element
+		 * is kept unless it is the fill (for fill 0, unless +0.0: a sum would turn a -0.0
+		 * written by one state into +0.0) */
 		for (int64_t e = 0; e < s->array.len; e++)
-			if (s->array.v[e] != 0.0 || signbit(s->array.v[e]))
+			if (se_differs(s->array.v[e], s->fill))
 				t->array.v[e] = s->array.v[e];
 	}
 }

@@ -237,8 +237,9 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 	se_gemm		g;
 	bool		sparse = se_kspec_sparse(ks, &sk), gemm = se_kspec_gemm(ks, &g), ok = false;
 	double	   *dense[2] = {NULL, NULL};
-	const double *finite = NULL;	/* the last dense input found finite ... */
-	int64_t		finite_len = 0;		/* ... and its length */
+	const double *seen = NULL;		/* the last dense input looked at ... */
+	int64_t		seen_len = 0;		/* ... its length */
+	int			seen_nonfinite = 0;	/* ... and its inf and NaN (se_nonfinite) */
 	char		err[SE_ERRLEN];
 
 	for (idx_t row = lo; row < hi; row++)
@@ -252,10 +253,14 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 		{
 			const int	s = sk.s, d = 1 - s;
 
-			if ((x[d] == finite && n[d] == finite_len) || se_all_finite(x[d], n[d]))
+			if (x[d] != seen || n[d] != seen_len)
 			{
-				finite = x[d];
-				finite_len = n[d];
+				seen = x[d];
+				seen_len = n[d];
+				seen_nonfinite = se_nonfinite(x[d], n[d]);
+			}
+			if (se_sparse_skips(&sk, seen_nonfinite))
+			{
 				if (!se_sparse_run_threaded(&sk, x[s], n[s], x[d], out[row], err))
 				{
 					fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, s ? "b" : "a",
@@ -276,7 +281,7 @@ packed_rows(duckdb_function_info info, const kernel_info *ki, const se_kspec *ks
 						 k ? "b" : "a", (long long) ks->need[k]);
 				goto done;
 			}
-			if (ks->need[k] > 0 && !se_unpack(x[k], n[k], ks->need[k], dense[k], err))
+			if (ks->need[k] > 0 && !se_unpack(x[k], n[k], ks->need[k], ks->fill[k], dense[k], err))
 			{
 				fn_error(info, "%s: input %s of spec \"%.*s\": %s", ki->name, k ? "b" : "a",
 						 (int) len, text, err);
@@ -562,7 +567,7 @@ split_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector
 				for (int64_t e = 0; e < g.sub_size; e++)
 				{
 					o[e] = from[suboff[e]];
-					nonzero |= se_stored(o[e]);
+					nonzero |= se_differs(o[e], g.fill);
 				}
 				inner[first + p].offset = pos;
 				inner[first + p].length = nonzero ? (idx_t) g.sub_size : 0;
@@ -636,7 +641,7 @@ densify_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vect
 		}
 		if (bad)
 			FAIL(info, "se_densify: packed contains NULL elements");
-		if (!se_unpack(x, n, size[row], data + total, err))
+		if (!se_unpack(x, n, size[row], 0.0, data + total, err))
 			FAIL(info, "se_densify: %s", err);
 		entries[row].offset = base + total;
 		entries[row].length = (idx_t) size[row];

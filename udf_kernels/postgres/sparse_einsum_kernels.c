@@ -171,7 +171,7 @@ typedef struct ArgCache
 	Size		len;
 	char	   *raw;			/* compressed bytes (inline values, state 2) */
 	ArrayType  *arr;			/* detoasted copy (state 2) */
-	int			finite;			/* whether arr holds no inf or NaN: -1 not known yet */
+	int			nonfinite;		/* the inf and NaN arr holds (se_nonfinite): -1 not known yet */
 } ArgCache;
 
 static ArrayType *
@@ -226,7 +226,7 @@ get_array_arg(Datum arg, MemoryContext mcxt, ArgCache *ac)
 		memcpy(ac->raw, v, ac->len);
 	}
 	ac->state = 2;
-	ac->finite = -1;
+	ac->nonfinite = -1;
 	pfree(tmp);
 	return ac->arr;
 }
@@ -279,16 +279,16 @@ kernel_cache(KernelCache **slot, MemoryContext mcxt, text *spec)
 	return kc;
 }
 
-/* Whether x (the array arr of argument cache ac) holds no inf or NaN; remembered for a
- * cached broadcast copy. */
-static bool
-all_finite(ArgCache *ac, const ArrayType *arr, const double *x, int n)
+/* The inf and NaN that x (the array arr of argument cache ac) holds (se_nonfinite);
+ * remembered for a cached broadcast copy. */
+static int
+nonfinite(ArgCache *ac, const ArrayType *arr, const double *x, int n)
 {
 	if (ac->state != 2 || ac->arr != arr)
-		return se_all_finite(x, n);
-	if (ac->finite < 0)
-		ac->finite = se_all_finite(x, n);
-	return ac->finite;
+		return se_nonfinite(x, n);
+	if (ac->nonfinite < 0)
+		ac->nonfinite = se_nonfinite(x, n);
+	return ac->nonfinite;
 }
 
 /* The dense form of packed input k (n doubles) of fname's spec. */
@@ -298,7 +298,7 @@ unpack_input(const KernelCache *kc, int k, const double *packed, int n, const ch
 	double	   *dense = palloc(sizeof(double) * Max(kc->ks.need[k], 1));
 	char		err[SE_ERRLEN];
 
-	if (kc->ks.need[k] > 0 && !se_unpack(packed, n, kc->ks.need[k], dense, err))
+	if (kc->ks.need[k] > 0 && !se_unpack(packed, n, kc->ks.need[k], kc->ks.fill[k], dense, err))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("%s: input %s of spec \"%s\": %s", fname, k ? "b" : "a", kc->spec, err)));
 	return dense;
@@ -340,7 +340,7 @@ kernel_run(KernelCache *kc, MemoryContext mcxt, const Datum *args, int arity,
 		int			s = kc->sparse.s;
 		char		err[SE_ERRLEN];
 
-		if (all_finite(&kc->arg[1 - s], arr[1 - s], in[1 - s], len[1 - s]))
+		if (se_sparse_skips(&kc->sparse, nonfinite(&kc->arg[1 - s], arr[1 - s], in[1 - s], len[1 - s])))
 		{
 			if (!se_sparse_run_threaded(&kc->sparse, in[s], len[s], in[1 - s], od, err))
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -826,7 +826,7 @@ se_take(PG_FUNCTION_ARGS)
 	for (int64 e = 0; e < gc->g.s.sub_size; e++)
 	{
 		od[e] = x[base + gc->g.suboff[e]];
-		nonzero |= se_stored(od[e]);
+		nonzero |= se_differs(od[e], gc->g.s.fill);
 	}
 	if (!nonzero)
 		PG_RETURN_NULL();
@@ -857,6 +857,8 @@ stack_new(MemoryContext ctx, const char *spec, int speclen)
 	nbytes = sizeof(double) * Max(st->g.s.size, 1);
 	st->data = alloc_pages(ctx, nbytes);
 	memset(st->data, 0, nbytes);
+	for (int64 e = 0; st->g.s.fill != 0.0 && e < st->g.s.size; e++)
+		st->data[e] = st->g.s.fill;
 	MemoryContextSwitchTo(old);
 	return st;
 }
@@ -1021,7 +1023,7 @@ se_densify(PG_FUNCTION_ARGS)
 	ArrayType  *r = new_f8_array(size, &out);
 	char		err[SE_ERRLEN];
 
-	if (!se_unpack(p, n, size, out, err))
+	if (!se_unpack(p, n, size, 0.0, out, err))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("se_densify: %s", err)));
 	PG_RETURN_ARRAYTYPE_P(r);
 }

@@ -8,6 +8,7 @@ import org.apache.spark.sql.connector.catalog.functions.AggregateFunction;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Aggregates over DOUBLE arrays (the port of udf_kernels/duckdb/aggregates.c), run by
@@ -270,6 +271,7 @@ final class Aggregates {
             GatherSpec g = GatherSpec.of(row.getUTF8String(0), name);
             if (v(s) == null) {
                 s[V] = new double[(int) g.size];
+                Arrays.fill(v(s), g.fill);
                 s[SPEC] = text;
             } else if (!s[SPEC].equals(text)) {
                 throw new IllegalArgumentException("se_stack: the spec changes within a group (\""
@@ -300,8 +302,9 @@ final class Aggregates {
             return s;
         }
 
-        /** Positions of one group are disjoint and what a state did not write is +0.0: the
-         *  source's stored elements are kept (a sum would turn a -0.0 into +0.0). */
+        /** Positions of one group are disjoint and what a state did not write is the fill:
+         *  the source's elements other than it are kept (for 0, its stored ones: a sum
+         *  would turn a -0.0 into +0.0). */
         @Override
         public Object[] merge(Object[] t, Object[] s) {
             if (v(s) == null) {
@@ -315,8 +318,9 @@ final class Aggregates {
                     + t[SPEC] + "\" and \"" + s[SPEC] + "\")");
             }
             double[] from = v(s), to = v(t);
+            double fill = GatherSpec.of(UTF8String.fromString((String) t[SPEC]), name).fill;
             for (int e = 0; e < from.length; e++) {
-                if (KernelSpec.stored(from[e])) {
+                if (KernelSpec.differs(from[e], fill)) {
                     to[e] = from[e];
                 }
             }

@@ -4,12 +4,14 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * A gather spec of sparse_einsum/kernels/spec.py (se_gspec of se_kernel.c):
- * <pre>  SIZE;DN0,...;SN0,...;DS0,...;SS0,...</pre>
+ * <pre>  SIZE;DN0,...;SN0,...;DS0,...;SS0,...[;FILL]</pre>
  * element e of the sub-tensor (row-major over DS) of position POS (row-major over DN)
- * sits at sum(unravel(POS, DN) * SN) + sum(unravel(e, DS) * SS) in the big tensor.
+ * sits at sum(unravel(POS, DN) * SN) + sum(unravel(e, DS) * SS) in the big tensor; FILL
+ * (0 when omitted) is where nothing is stacked, and a split leaves out pieces all FILL.
  */
 final class GatherSpec {
     final long size, positions;
+    final double fill;         // the big tensor's default: where a stack writes nothing
     final long[] dn, sn;
     final int[] sub;           // flat offset of each element of a sub-tensor
 
@@ -34,9 +36,10 @@ final class GatherSpec {
 
     GatherSpec(String text) {
         String[] f = text.split(";", -1);
-        if (f.length != 5) {
-            throw new IllegalArgumentException("expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES");
+        if (f.length != 5 && f.length != 6) {
+            throw new IllegalArgumentException("expected SIZE;NEW_DIMS;NEW_STRIDES;SUB_DIMS;SUB_STRIDES[;FILL]");
         }
+        fill = f.length == 6 ? KernelSpec.number(f[5], "FILL") : 0.0;
         long[] s = KernelSpec.ints(f[0], "SIZE");
         if (s.length != 1) {
             throw new IllegalArgumentException("SIZE must be one integer");

@@ -15,7 +15,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * A stride list marked ~ is an input given as a packed sparse payload: the flat offsets of
  * its non-zeros within the dense payload the strides describe (ascending), then their
- * values, in one array of 2 * nnz doubles.
+ * values, in one array of 2 * nnz doubles; marked ~FILL: its absent entries are FILL.
  */
 final class KernelSpec {
     static final int SUM = 0, MAX = 1, MIN = 2;
@@ -30,6 +30,7 @@ final class KernelSpec {
     long outSize, redSize;
     final long[] need = new long[2];         // minimal input lengths (dense form, if packed)
     final boolean[] packed = new boolean[2];
+    final double[] fill = new double[2];     // the value of a packed input's absent entries
     Gemm gemm;                               // non-null: the kernel is a matrix product
     Sparse sparse;                           // non-null: runs over its packed input's non-zeros
 
@@ -107,7 +108,13 @@ final class KernelSpec {
         for (int k = 0; k < arity; k++) {
             String field = f[4 + k];
             packed[k] = field.startsWith("~");
-            st[k] = ints(packed[k] ? field.substring(1) : field, "STRIDES");
+            field = packed[k] ? field.substring(1) : field;
+            int mark = field.indexOf(':');
+            if (packed[k] && mark >= 0) {
+                fill[k] = number(field.substring(0, mark), "default of packed input " + (k + 1));
+                field = field.substring(mark + 1);
+            }
+            st[k] = ints(field, "STRIDES");
             if (st[k].length != ndims) {
                 throw new IllegalArgumentException("input " + (k + 1) + " needs one stride per loop dim (" + ndims + ")");
             }
@@ -125,6 +132,22 @@ final class KernelSpec {
         }
         gemm = Gemm.of(this);
         sparse = Sparse.of(this);
+    }
+
+    /** A number as the specs spell it (Python's repr: inf, -inf, 2.5, 1e+300). */
+    static double number(String text, String what) {
+        switch (text) {
+            case "inf":
+                return Double.POSITIVE_INFINITY;
+            case "-inf":
+                return Double.NEGATIVE_INFINITY;
+            default:
+                try {
+                    return Double.parseDouble(text);
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("bad " + what + " \"" + text + "\"");
+                }
+        }
     }
 
     /** "1,2,3" (non-negative integers; "" is the empty list). */
@@ -199,13 +222,13 @@ final class KernelSpec {
     void runInto(double[] a, double[] b, double[] out, double beta, String fn) {
         double[][] in = {a, b};
         if (packed[0] || packed[1]) {
-            if (sparse != null && Operands.finite(in[1 - sparse.s])) {
+            if (sparse != null && sparse.skips(in[1 - sparse.s])) {
                 sparse.add(in[sparse.s], in[1 - sparse.s], out, beta, fn);
                 return;
             }
             for (int k = 0; k < arity; k++) {
                 if (packed[k]) {
-                    in[k] = unpack(in[k], need[k], fn);
+                    in[k] = unpack(in[k], need[k], fill[k], fn);
                 }
             }
         }
@@ -280,6 +303,11 @@ final class KernelSpec {
         return Double.doubleToRawLongBits(x) != 0L;
     }
 
+    /** Whether a tensor of default fill stores x: x differs from it (stored, for 0). */
+    static boolean differs(double x, double fill) {
+        return fill == 0.0 ? stored(x) : x != fill;
+    }
+
     static boolean allFinite(double[] x) {
         double bad = 0.0;
         for (double v : x) {
@@ -288,13 +316,16 @@ final class KernelSpec {
         return bad == 0.0;
     }
 
-    /** The dense form (size elements) of a packed payload. */
-    static double[] unpack(double[] packed, long size, String fn) {
+    /** The dense form (size elements) of a packed payload whose absent entries are fill. */
+    static double[] unpack(double[] packed, long size, double fill, String fn) {
         if (packed.length % 2 != 0) {
             throw new IllegalArgumentException(fn + ": a packed payload has an even length, not " + packed.length);
         }
         int nnz = packed.length / 2;
         double[] out = new double[(int) size];
+        if (fill != 0.0) {
+            Arrays.fill(out, fill);
+        }
         for (int e = 0; e < nnz; e++) {
             double at = packed[e];
             if (!(at >= 0 && at < (double) size)) {
@@ -321,22 +352,33 @@ final class KernelSpec {
         return out;
     }
 
-    /** A product-sum driven by the non-zeros of its one packed input s (se_sparse). */
+    /** A kernel driven by the stored entries of its one packed input s, whose absent
+     *  entries give the aggregate's identity: a product-sum (absent 0), a min of sums
+     *  (absent inf) or a max of sums (absent -inf) (se_sparse). */
     static final class Sparse {
-        int s, nk, nf;
+        int s, nk, nf, agg;
+        double init;                    // the aggregate's identity: the result where s is absent
         long[] kDim = new long[MAXDIMS], kSt = new long[MAXDIMS], kDst = new long[MAXDIMS], kOst = new long[MAXDIMS];
         long[] fDim = new long[MAXDIMS], fDst = new long[MAXDIMS], fOst = new long[MAXDIMS];
         long size;
         boolean empty;
 
         static Sparse of(KernelSpec ks) {
-            if (!ks.productSum() || ks.packed[0] == ks.packed[1]) {
+            if (ks.arity != 2 || ks.packed[0] == ks.packed[1]) {
+                return null;
+            }
+            int s = ks.packed[0] ? 0 : 1, d = 1 - s;
+            boolean add = Ops.NAMES[ks.op].equals("add");
+            if (!(ks.productSum() && ks.fill[s] == 0.0)
+                && !(add && ks.agg == MIN && ks.fill[s] == Double.POSITIVE_INFINITY)
+                && !(add && ks.agg == MAX && ks.fill[s] == Double.NEGATIVE_INFINITY)) {
                 return null;
             }
             Sparse sk = new Sparse();
-            int s = ks.packed[0] ? 0 : 1, d = 1 - s;
             long[] oc = outStrides(ks);
             sk.s = s;
+            sk.agg = ks.agg;
+            sk.init = ks.agg == SUM ? 0.0 : ks.fill[s];
             sk.size = ks.need[s];
             for (int t = 0; t < ks.ndims; t++) {
                 sk.empty |= ks.dims[t] == 0;
@@ -371,7 +413,22 @@ final class KernelSpec {
             return sk;
         }
 
-        /** out = beta * out + the product of the packed input and the dense one. Where the
+        /** Whether the absent entries may be skipped against this dense input: 0 * inf,
+         *  inf + -inf and NaN + inf are NaN. */
+        boolean skips(double[] dense) {
+            if (agg == SUM) {
+                return Operands.finite(dense);
+            }
+            for (double v : dense) {
+                if (v != v || v == -init) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** out = beta * out + the product of the packed input and the dense one (a min or
+         *  max of sums: beta 0, out the fold of their sums). Where the
          *  innermost free dim steps through the result or the dense input with a stride,
          *  the product runs on a row-major copy of it (relaid). */
         void add(double[] packed, double[] dense, double[] out, double beta, String fn) {
@@ -379,7 +436,7 @@ final class KernelSpec {
                 throw new IllegalArgumentException(fn + ": a packed payload has an even length, not " + packed.length);
             }
             if (beta == 0.0) {
-                Arrays.fill(out, 0.0);
+                Arrays.fill(out, init);
             }
             if (empty) {
                 return;
@@ -394,7 +451,11 @@ final class KernelSpec {
                 run.permute(false, w, dense, true);
                 run = byDense;
             }
-            double[] o = byResult != null ? new double[out.length] : out;
+            double[] o = out;
+            if (byResult != null) {
+                o = new double[out.length];
+                Arrays.fill(o, init);
+            }
             run.accumulate(packed, nnz, w, o, fn);
             if (byResult != null) {
                 permute(true, o, out, false);
@@ -421,8 +482,10 @@ final class KernelSpec {
                     continue;       // an element the kernel does not read (off a diagonal)
                 }
                 double v = packed[nnz + e];
-                if (nf == 0) {
+                if (nf == 0 && agg == SUM) {
                     out[(int) oo] += v * dense[(int) od];
+                } else if (nf == 0) {
+                    out[(int) oo] = fold(out[(int) oo], v + dense[(int) od]);
                 } else {
                     freeLoop(0, v, dense, (int) od, out, (int) oo);
                 }
@@ -469,6 +532,8 @@ final class KernelSpec {
             }
             Sparse laid = new Sparse();
             laid.s = s;
+            laid.agg = agg;
+            laid.init = init;
             laid.nk = nk;
             laid.nf = nf;
             laid.kDim = kDim.clone();
@@ -524,11 +589,21 @@ final class KernelSpec {
                 for (int i = 0; i < n; i++) {
                     freeLoop(f + 1, v, w, wo + i * sw, o, oo + i * so);
                 }
-            } else {
+            } else if (agg == SUM) {
                 for (int i = 0; i < n; i++) {
                     o[oo + i * so] += v * w[wo + i * sw];
                 }
+            } else {
+                for (int i = 0; i < n; i++) {
+                    o[oo + i * so] = fold(o[oo + i * so], v + w[wo + i * sw]);
+                }
             }
+        }
+
+        /** min or max of acc and x, NaN propagating (SE_STEP_MIN/MAX). */
+        private double fold(double acc, double x) {
+            boolean take = agg == MIN ? x < acc : x > acc;
+            return take || x != x ? x : acc;
         }
     }
 

@@ -32,7 +32,7 @@ public class SplitFn extends Bound implements ScalarFunction<ArrayData> {
             boolean stored = false;
             for (int e = 0; e < piece.length; e++) {
                 piece[e] = x[base + g.sub[e]];
-                stored |= KernelSpec.stored(piece[e]);
+                stored |= KernelSpec.differs(piece[e], g.fill);
             }
             pieces[p] = stored ? Arrays2.array(piece) : null;
         }
