@@ -43,7 +43,10 @@ def shortest_paths(graph: sp.sparray, source: int, *, backend: object = "duckdb"
     looped = with_loops(graph)
     distances = np.full(graph.shape[0], np.inf)
     distances[source] = 0.0
-    with se.prepare(STEP, {"D": distances, "W": looped}, backend=backend, **options) as step:
+    # planned for distances finite everywhere, as the steps make them (planned for the
+    # source alone, a plan that suits one finite distance would serve every step)
+    reached = np.zeros(graph.shape[0])
+    with se.prepare(STEP, {"D": reached, "W": looped}, backend=backend, **options) as step:
         for count in range(1, graph.shape[0] + 1):
             start = time.perf_counter()
             new = step({"D": distances, "W": looped})["N"]

@@ -12,10 +12,9 @@ from math import ceil, prod
 from pathlib import Path
 
 from .capabilities import Capabilities
-from .kernels.spec import SPARSE_DRIVEN
 from .plan import Choice, factor_reader, scalar_factor
 from .program.dag import Dag, Vertex
-from .program.ops import AGGREGATES
+from .program.ops import AGGREGATES, SPARSE_DRIVEN
 from .shuffles import Exchange, row_bytes, vertex_exchanges
 from .stats.propagate import OperandStats, join_skew, operand_stats
 from .stats.tensor_stats import TensorStats, distinct_after
@@ -322,7 +321,7 @@ class CostModel:
         defaults = v.defaults or (0.0,) * len(v.operands)
         absent = SPARSE_DRIVEN.get((v.op, v.agg))
         return (absent == defaults[s] and all(
-            self.stats[o.tensor].finite and defaults[k] != -absent
+            self.stats[o.tensor].finite and (not absent or defaults[k] != -absent)
             for k, o in enumerate(v.operands) if k != s))
 
     def kernel_summed(self, v: Vertex, choice: Choice) -> bool:

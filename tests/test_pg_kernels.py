@@ -167,7 +167,7 @@ def test_weighted_sum(conn, agg_table):
                         "(2.0, ARRAY[3.0])) t(w, v)").fetchone()[0] == [6.0]
 
 
-@pytest.mark.parametrize("old", ["1.0", "1.1", "1.2"])
+@pytest.mark.parametrize("old", ["1.0", "1.1", "1.2", "1.3"])
 def test_install_updates_an_older_extension(pg_kernels, old):
     """A database on an older version is updated in place by install_kernels (as by
     .ci/pg_setup.sh)."""

@@ -185,6 +185,17 @@ def test_program_defaults_fill_outputs():
     assert sp.issparse(sparse) and sparse.nnz == 1
 
 
+def test_a_minimum_over_a_default_that_changes_it_stays_relational():
+    """min over absent entries of 5 folds 5 in: array aggregates fold in 0, so a plan that
+    keeps it in arrays is refused in one line, and the optimizer promotes every label."""
+    program = "input A[i,j] default 5\ny[i] = min(A[i,j])\n"
+    A = np.array([[1.0, 5.0, 7.0], [6.0, 8.0, 9.0]])
+    with se.Session(program, {"A": A}) as session:
+        with pytest.raises(PlanError, match="min over absent tuples would miss their default"):
+            session.run("Ij->I")
+        np.testing.assert_array_equal(session.run("optimal").outputs["y"], A.min(axis=1))
+
+
 def test_sum_over_a_finite_default_is_one_line_error():
     program = "input A[i,j] default 2\ny[i] = A[i,j] * A[i,j]\n"
     with pytest.raises(se.errors.ProgramError, match="a sum over absent entries of value 4.0"):

@@ -15,7 +15,7 @@ QUOTES = {"duckdb": '"', "postgres": '"', "spark": "`"}
 SQL_SAMPLES = {
     "body": SQL("CREATE TEMP TABLE t AS SELECT 1 AS val;\nDROP TABLE t;"),
     "extension": literal("/path/to/it's.duckdb_extension"),
-    "kernels_version": literal("1.3"), "version": literal("1.3"),
+    "kernels_version": literal("1.4"), "version": literal("1.4"),
     "param": SQL("NULL"),
     "finite": SQL("val = val"), "distinct": SQL(", count(DISTINCT k)"),
     "keys": SQL("k, "), "value": SQL("v"), "source": SQL("src"), "not_null": SQL("k IS NOT NULL"),

@@ -26,7 +26,7 @@ from ..resources import UDF_KERNELS
 from ..sql.templates import literal, render
 from . import blas
 
-KERNELS_VERSION = "1.3"
+KERNELS_VERSION = "1.4"
 EXTENSION = "sparse_einsum_kernels"
 SOURCE_DIR = UDF_KERNELS / "postgres"
 _INSTALL_HINT = "run sparse-einsum install-kernels --dsn DSN (as a user that may write the PostgreSQL lib dir)"

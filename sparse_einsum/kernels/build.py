@@ -35,10 +35,10 @@ def vertex_kernel(vertex: Vertex, choice: Choice, op: str | None = None) -> Kern
                       fills=vertex.defaults)
 
 
-def take_spec(tiling: Tiling, middle: Tiling) -> GatherSpec:
+def take_spec(tiling: Tiling, middle: Tiling, fill: float = 0.0) -> GatherSpec:
     """Cut payloads of `tiling` into the sub-payloads of `middle` (tile sizes dividing
     those of `tiling`): an axis with a smaller tile gets a position dim, of its tiles,
-    and keeps a sub dim of the tile (none when promoted)."""
+    and keeps a sub dim of the tile (none when promoted); `fill`: the tensor's default."""
     payload = payload_axes(tiling)
     strides = dict(zip(payload, row_major_strides([tiling[a] for a in payload])))
     new = [a for a in payload if middle[a] < tiling[a]]
@@ -47,12 +47,13 @@ def take_spec(tiling: Tiling, middle: Tiling) -> GatherSpec:
                       new_dims=tuple(tiling[a] // middle[a] for a in new),
                       new_strides=tuple(strides[a] * middle[a] for a in new),
                       sub_dims=tuple(middle[a] for a in rest),
-                      sub_strides=tuple(strides[a] for a in rest))
+                      sub_strides=tuple(strides[a] for a in rest), fill=fill)
 
 
-def stack_spec(have: Tiling, target: Tiling, moved: tuple[int, ...]) -> GatherSpec:
+def stack_spec(have: Tiling, target: Tiling, moved: tuple[int, ...], fill: float = 0.0
+               ) -> GatherSpec:
     """Stack payloads of `have` along axes `moved` (promoted in `have`) into payloads of
-    `target`, where they have tile sizes above 1."""
+    `target`, where they have tile sizes above 1; `fill`: the tensor's default."""
     payload = payload_axes(target)
     strides = dict(zip(payload, row_major_strides([target[a] for a in payload])))
     rest = payload_axes(have)
@@ -60,4 +61,4 @@ def stack_spec(have: Tiling, target: Tiling, moved: tuple[int, ...]) -> GatherSp
                       new_dims=tuple(target[a] for a in moved),
                       new_strides=tuple(strides[a] for a in moved),
                       sub_dims=tuple(have[a] for a in rest),
-                      sub_strides=tuple(strides[a] for a in rest))
+                      sub_strides=tuple(strides[a] for a in rest), fill=fill)

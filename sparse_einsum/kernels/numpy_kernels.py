@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from numpy.lib.stride_tricks import as_strided
 
 from ..blocks import entries, pack, unpack
-from ..program.ops import AGGREGATES, OPS, numpy_function
+from ..program.ops import AGGREGATES, OPS, SPARSE_DRIVEN, numpy_function
 from .spec import KernelSpec
 
 # elements one kernel chunk may materialise (op applied before the reduction)
@@ -116,12 +116,13 @@ def run_sparse_kernel(spec: KernelSpec, inputs: list, sparse: tuple[bool, ...],
                       constants: dict[int, object] | None = None) -> np.ndarray:
     """`run_kernel` where the inputs flagged in `sparse` are `Packed` batches (a constant
     one: a Packed of one tuple). A contraction with one sparse operand in matrix-product
-    form is one scipy CSR x dense product per batch; anything else runs densified (a packed
-    input's absent entries filled with its default, `KernelSpec.fills`)."""
+    form is one scipy CSR x dense product per batch (a min or max of sums over absent infs,
+    `SPARSE_DRIVEN`, folds its stored entries' sums in); anything else runs densified (a
+    packed input's absent entries filled with its default, `KernelSpec.fills`)."""
     constants = constants or {}
     fills = spec.fills or (0.0,) * spec.arity
-    if spec.arity == 2 and spec.op == "mul" and spec.agg == "sum" and sum(sparse) == 1 \
-            and not fills[sparse.index(True)]:
+    if spec.arity == 2 and sum(sparse) == 1 and \
+            SPARSE_DRIVEN.get((spec.op, spec.agg)) == fills[sparse.index(True)]:
         s = sparse.index(True)
         found = _sparse_product(spec, s, inputs, constants)
         if found is not None:
@@ -146,13 +147,17 @@ def _matrix_axes(strides: tuple[int, ...], dims: tuple[int, ...], size: int) -> 
 
 
 def _sparse_product(spec: KernelSpec, s: int, inputs: list, constants: dict) -> np.ndarray | None:
-    """out = S @ D per tuple as one block-diagonal CSR product, or None when the kernel is
-    not in matrix-product form (every reduced dimension in both operands, every output
-    dimension in exactly one) or the dense operand holds inf or NaN."""
+    """out = S @ D per tuple as one block-diagonal CSR product (for a min or max of sums,
+    S's entries plus D's rows folded in), or None when the kernel is not in matrix-product
+    form (every reduced dimension in both operands, every output dimension in exactly one)
+    or the dense operand holds values the absent entries would meet (0 * inf and inf + -inf
+    must give NaN, as densified)."""
     d = 1 - s
     dims, n_out = spec.dims, spec.n_out
     dense = constants[d].reshape(1, -1) if d in constants else inputs[d]
-    if not np.isfinite(dense).all():      # 0 * inf must give NaN, as densified
+    absent = SPARSE_DRIVEN[(spec.op, spec.agg)]
+    if np.isnan(dense).any() or (np.isinf(dense).any() if spec.agg == "sum"
+                                 else (dense == -absent).any()):
         return None
     s_axes = _matrix_axes(spec.strides[s], dims, spec.in_sizes[s])
     d_axes = _matrix_axes(spec.strides[d], dims, spec.in_sizes[d])
@@ -182,7 +187,15 @@ def _sparse_product(spec: KernelSpec, s: int, inputs: list, constants: dict) -> 
     d_view = np.asarray(dense, dtype=np.float64).reshape([len(dense)] + [dims[t] for t in d_axes])
     order = [0] + [1 + d_axes.index(t) for t in cols_t + outd_t]
     d_mat = d_view.transpose(order).reshape(len(dense), K, N)
-    if s in constants:             # one S for every tuple: S @ [D_1 ... D_T]
+    if spec.agg != "sum":          # each stored entry plus D's row, folded into its row
+        fold, result = AGGREGATES[spec.agg].pairwise, np.full((batch, R, N), absent)
+        if s in constants:         # one S for every tuple of D
+            for t in range(batch):
+                fold.at(result[t], rows, values[:, None] + d_mat[t, cols])
+        else:
+            fold.at(result, (tuples, rows),
+                    values[:, None] + d_mat[0 if d in constants else tuples, cols])
+    elif s in constants:             # one S for every tuple: S @ [D_1 ... D_T]
         s_mat = sp.csr_matrix((values, (rows, cols)), shape=(R, K))
         result = (s_mat @ d_mat.transpose(1, 0, 2).reshape(K, -1)).reshape(R, batch, N)
         result = result.transpose(1, 0, 2)

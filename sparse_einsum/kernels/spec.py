@@ -81,12 +81,6 @@ class KernelSpec:
         return ";".join(parts)
 
 
-# the kernels that run over the stored entries of their one packed operand, skipping the
-# absent ones, whose terms are the aggregate's identity where they hold this value: (op,
-# agg) -> the packed operand's default (C core, JVM kernels)
-SPARSE_DRIVEN = {("mul", "sum"): 0.0, ("add", "min"): float("inf"), ("add", "max"): float("-inf")}
-
-
 def is_matrix_product(spec: KernelSpec) -> bool:
     """Whether the kernel multiplies two dense arrays and sums over a dimension both read:
     a matrix (or vector) product, which the C kernels run with BLAS."""

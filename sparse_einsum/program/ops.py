@@ -138,6 +138,11 @@ AGGREGATES: dict[str, Aggregate] = {
     "min": Aggregate("min", np.min, np.minimum, "minc:0.0", INF),
 }
 
+# (op, agg) -> the default of an operand whose absent entries make terms that are the
+# aggregate's identity (0 in a sum of products, inf in a min of sums): a kernel over one
+# packed operand of that default runs over its stored entries only (C core, JVM, NumPy)
+SPARSE_DRIVEN = {("mul", "sum"): 0.0, ("add", "min"): INF, ("add", "max"): -INF}
+
 
 def split_code(code: str) -> tuple[Op, float | None]:
     """``mulc:2.5`` -> (the mulc Op, 2.5); ``relu`` -> (the relu Op, None)."""

@@ -410,7 +410,7 @@ class Compiler:
         new = tuple(a for a in payload_axes(rel.tiling) if middle[a] < rel.tiling[a])
         out = self._new_rel(rel.tensor, middle)
         default = self.dag.default(rel.tensor)
-        spec = replace(take_spec(rel.tiling, middle), fill=default)
+        spec = take_spec(rel.tiling, middle, default)
         b = StepBuilder(self.prefix, self._kernels)
         b.generates_rows = True                     # a row per piece of each payload
         kept = [f"r.{q(rel.column(a))} AS {q(out.column(a))}" for a in rel.keyed if a not in new]
@@ -440,7 +440,7 @@ class Compiler:
         d, q = self.d, self.d.q
         moved = tuple(a for a in rel.keyed if rel.tiling[a] == 1 and target[a] > 1)
         out = self._new_rel(rel.tensor, target, sparse=packed)
-        spec = replace(stack_spec(rel.tiling, target, moved), fill=self.dag.default(rel.tensor))
+        spec = stack_spec(rel.tiling, target, moved, self.dag.default(rel.tensor))
         b = StepBuilder(self.prefix, self._kernels)
         steps = [prod(spec.new_dims[k + 1:]) for k in range(len(moved))]
         offsets = [f"{q(rel.column(a))} % {target[a]}" if a in out.keyed else q(rel.column(a))

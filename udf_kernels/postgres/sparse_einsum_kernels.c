@@ -41,7 +41,7 @@
 
 PG_MODULE_MAGIC;
 
-#define SE_KERNELS_VERSION "1.3"
+#define SE_KERNELS_VERSION "1.4"
 #define SE_MAXELEMS ((int64) ((MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / sizeof(double)))
 
 void		_PG_init(void);
