@@ -36,14 +36,15 @@ class Blocks:
         return unpack(self.values, self.bounds, size, default)
 
 
-def stored(values: np.ndarray) -> np.ndarray:
-    """Which values a relation stores: all but +0.0 (1 / -0.0 is -inf, as in NumPy)."""
-    return (values != 0) | np.signbit(values)
+def stored(values: np.ndarray, default: float = 0.0) -> np.ndarray:
+    """Which values a relation stores: all but +0.0 (1 / -0.0 is -inf, as in NumPy), or,
+    for a tensor of another default, all but that."""
+    return (values != 0) | np.signbit(values) if default == 0 else values != default
 
 
-def pack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pack(values: np.ndarray, default: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Dense payloads (tuples, size) as packed sparse payloads: (values, bounds)."""
-    rows, cols = np.nonzero(stored(values))
+    rows, cols = np.nonzero(stored(values, default))
     counts = np.bincount(rows, minlength=len(values))
     return _pack(rows, cols, values[rows, cols], counts)
 
@@ -85,65 +86,31 @@ def _grid(shape: tuple[int, ...], tiling: Tiling) -> list[tuple[int, int]]:
 def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
               sparse: bool = False, default: float = 0.0) -> Blocks:
     """Split `tensor` by `tiling` into blocks (zero blocks left out), with dense or
-    sparse payloads; with a `default` other than 0, the entries that differ from it (a
-    scipy.sparse matrix's unstored entries hold it: `_decompose_default`)."""
-    if default != 0:
-        return _decompose_default(tensor, tiling, sparse, default)
+    sparse payloads. A tensor whose absent entries hold a `default` other than 0 (a
+    scipy.sparse matrix's unstored entries hold it) keeps its entries that differ from
+    it; its dense payloads (and their padding) hold it elsewhere."""
     if sp.issparse(tensor):
-        return _decompose_sparse(tensor, tiling, sparse)
+        return _decompose_sparse(tensor, tiling, sparse, default)
     if sparse:
-        blocks = decompose(tensor, tiling)
-        return Blocks(blocks.keys, *pack(blocks.dense(payload_size(tiling))))
-    array = np.asarray(tensor)
+        blocks = decompose(tensor, tiling, default=default)
+        return Blocks(blocks.keys, *pack(blocks.dense(payload_size(tiling)), default))
+    array = np.asarray(tensor) if default == 0 else np.asarray(tensor, dtype=np.float64)
     grid = _grid(array.shape, tiling)
     padding = [(0, r * b - n) for (r, b), n in zip(grid, array.shape)]
     if any(p for _, p in padding):
-        array = np.pad(array, padding)
+        array = np.pad(array, padding, constant_values=default)
     tiles = array.reshape([x for rb in grid for x in rb])
     order = list(range(0, 2 * len(grid), 2)) + list(range(1, 2 * len(grid), 2))
     flat = tiles.transpose(order).reshape(prod(r for r, _ in grid), -1)
-    kept = np.any(flat, axis=1)
-    kept[~kept] = np.signbit(flat[~kept]).any(axis=1)     # tiles of zeros, -0.0 kept
+    if default == 0:
+        kept = np.any(flat, axis=1)
+        kept[~kept] = np.signbit(flat[~kept]).any(axis=1)     # tiles of zeros, -0.0 kept
+    else:
+        kept = np.any(flat != default, axis=1)
     if kept.all():                   # every tile: no copy of the values
         return _blocks(np.arange(len(flat)), flat, array.shape, tiling, grid)
     nonzero = np.flatnonzero(kept)
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
-
-
-def _decompose_default(tensor, tiling: Tiling, sparse: bool, default: float) -> Blocks:
-    """`decompose` of a tensor whose absent entries hold `default`: one tuple per tile with
-    an entry that differs from it, the rest of a dense payload (edge tiles' padding too)
-    filled with it, or a packed payload of those entries."""
-    shape = tuple(tensor.shape)
-    if sp.issparse(tensor):
-        csr = canonical(tensor, "csr")
-        rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(csr.indptr))
-        coords, values = (rows, csr.indices.astype(np.int64)), csr.data
-    else:
-        array = np.asarray(tensor)
-        flat = np.flatnonzero(array != default)
-        coords, values = np.unravel_index(flat, shape), array.reshape(-1)[flat]
-    kept = values != default              # stored entries that hold the default
-    if not kept.all():
-        coords, values = [c[kept] for c in coords], values[kept]
-    coords = [np.asarray(c, dtype=np.int64) for c in coords]
-    if payload_size(tiling) == 1:
-        return Blocks([coords[a] for a in keyed_axes(tiling, shape)], values)
-    grid = _grid(shape, tiling)
-    tile = np.ravel_multi_index([c // b for c, (_, b) in zip(coords, grid)],
-                                [r for r, _ in grid])
-    offsets = np.ravel_multi_index([c % b for c, (_, b) in zip(coords, grid)],
-                                   [b for _, b in grid])
-    order = np.lexsort((offsets, tile))    # by tile, offsets ascending within each
-    tile, offsets, values = tile[order], offsets[order], values[order]
-    tile_ids, slot = _unique(tile)
-    if sparse:
-        packed, bounds = _pack(slot, offsets, values, np.bincount(slot, minlength=len(tile_ids)))
-        blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), shape, tiling, grid)
-        return Blocks(blocks.keys, packed, bounds)
-    payloads = np.full((len(tile_ids), prod(b for _, b in grid)), default)
-    payloads[slot, offsets] = values
-    return _blocks(tile_ids, payloads, shape, tiling, grid)
 
 
 def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], tiling: Tiling,
@@ -154,7 +121,7 @@ def _blocks(tile_ids: np.ndarray, values: np.ndarray, shape: tuple[int, ...], ti
                   values if payload_size(tiling) > 1 else values.reshape(len(values)))
 
 
-def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
+def _decompose_sparse(matrix, tiling: Tiling, sparse: bool, default: float) -> Blocks:
     """A scipy.sparse matrix by its coordinates: never densified beyond its (dense)
     blocks, and the caller's matrix left unchanged."""
     if matrix.ndim != 2:
@@ -162,7 +129,7 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
     csr = canonical(matrix, "csr")
     rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
     cols, data = csr.indices.astype(np.int64), csr.data
-    keep = stored(data)
+    keep = stored(data, default)
     if not keep.all():
         rows, cols, data = rows[keep], cols[keep], data[keep]
     if tiling == (1, 1) and min(csr.shape) > 1:     # one tuple per non-zero, in CSR order
@@ -188,7 +155,8 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool) -> Blocks:
         blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), csr.shape, tiling, grid)
         return Blocks(blocks.keys, packed, bounds)
     tile_ids, slot = _unique(tile)
-    values = np.zeros((len(tile_ids), b0 * b1), dtype=data.dtype)
+    values = np.full((len(tile_ids), b0 * b1), default,
+                     dtype=data.dtype if default == 0 else np.float64)
     values[slot, offsets] = data
     return _blocks(tile_ids, values, csr.shape, tiling, grid)
 

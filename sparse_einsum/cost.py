@@ -228,8 +228,8 @@ class CostModel:
             return False
         if t.pads and not self.pads_safely(v):
             return False
-        payload_in = self._bytes_in(v, choice, t, sparse if self.sparse_driven(v, choice)
-                                    else frozenset())
+        driven = self.sparse_driven(v, choice)
+        payload_in = self._bytes_in(v, choice, t, sparse if driven else frozenset())
         if max(payload_in + [t.dense[-1]]) > self.cap:
             return False
         if t.cells == 1:
@@ -239,7 +239,7 @@ class CostModel:
         per_row = sum(b for b, k in zip(payload_in, t.keyed) if k)
         if not (t.summable and not sparse):     # the kernel's results, formed
             per_row += t.dense[-1]
-        if not (v.annihilates and v.op == "mul"):
+        if not (v.annihilates and v.op == "mul" or driven):     # the op's results, formed
             per_row += 8.0 * t.cells
         once = sum(b for b, k in zip(payload_in, t.keyed) if not k)
         return rows * per_row + once <= self.cap and (

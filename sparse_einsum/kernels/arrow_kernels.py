@@ -144,8 +144,7 @@ def split_function(spec: GatherSpec) -> Callable[[pa.Array], pa.Array]:
         values = rows(values)
         pieces = values[:, index].reshape(len(values) * spec.positions, spec.sub_size) \
             if len(values) else np.zeros((0, spec.sub_size))
-        kept = stored(pieces) if spec.fill == 0 else pieces != spec.fill
-        inner = list_array(pieces, mask=~np.any(kept, axis=1))
+        inner = list_array(pieces, mask=~np.any(stored(pieces, spec.fill), axis=1))
         outer = np.arange(0, len(values) * spec.positions + 1, spec.positions, dtype=np.int32)
         return pa.ListArray.from_arrays(to_arrow(outer), inner)
     return apply

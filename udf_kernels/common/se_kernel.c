@@ -32,6 +32,30 @@ typedef double (*reduce_fn) (const double *a, int64_t sa, const double *b, int64
 typedef void (*map_fn) (double *out, const double *a, int64_t sa, const double *b, int64_t sb,
 						int64_t n, double c);
 
+/* max and min keep four partial extremes, as sum keeps four partial sums, so that the
+ * comparisons pipeline; NaN propagates through each (SE_STEP_MAX) and then into the result */
+#define X_RED_EXTREME(agg, name, expr, STEP) \
+static double \
+red_##agg##_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
+{ \
+	double		m0 = acc, m1 = acc, m2 = acc, m3 = acc; \
+	int64_t		i = 0; \
+	(void) c; \
+	for (; i + 4 <= n; i += 4, a += 4 * sa, b += 4 * sb) \
+	{ \
+		{ const double x = a[0], y = b[0]; const double v = (expr); (void) y; STEP(m0, v); } \
+		{ const double x = a[sa], y = b[sb]; const double v = (expr); (void) y; STEP(m1, v); } \
+		{ const double x = a[2 * sa], y = b[2 * sb]; const double v = (expr); (void) y; STEP(m2, v); } \
+		{ const double x = a[3 * sa], y = b[3 * sb]; const double v = (expr); (void) y; STEP(m3, v); } \
+	} \
+	for (; i < n; i++, a += sa, b += sb) \
+	{ const double x = *a, y = *b; const double v = (expr); (void) y; STEP(m0, v); } \
+	STEP(m0, m1); \
+	STEP(m0, m2); \
+	STEP(m0, m3); \
+	return m0; \
+}
+
 /* sum uses four partial sums so the adds pipeline */
 #define X_REDUCE(name, expr) \
 static double \
@@ -51,22 +75,8 @@ red_sum_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t
 	{ const double x = *a, y = *b; (void) y; s0 += (expr); } \
 	return acc + ((s0 + s1) + (s2 + s3)); \
 } \
-static double \
-red_max_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
-{ \
-	(void) c; \
-	for (int64_t i = 0; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; const double v = (expr); (void) y; SE_STEP_MAX(acc, v); } \
-	return acc; \
-} \
-static double \
-red_min_##name(const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double acc, double c) \
-{ \
-	(void) c; \
-	for (int64_t i = 0; i < n; i++, a += sa, b += sb) \
-	{ const double x = *a, y = *b; const double v = (expr); (void) y; SE_STEP_MIN(acc, v); } \
-	return acc; \
-} \
+X_RED_EXTREME(max, name, expr, SE_STEP_MAX) \
+X_RED_EXTREME(min, name, expr, SE_STEP_MIN) \
 static void \
 map_##name(double *out, const double *a, int64_t sa, const double *b, int64_t sb, int64_t n, double c) \
 { \
@@ -735,6 +745,12 @@ bool
 se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t from, int64_t to,
 			  const double *dense, double *out, char *err)
 {
+	/* the outermost index of the last entry and the offsets it spans: offsets ascend, so
+	 * most entries share it and need no division for it */
+	int64_t		outer = 0,
+				outer_lo = 0,
+				outer_hi = 0;
+
 	if (sk->empty)
 		return true;
 	for (int64_t e = from; e < to; e++)
@@ -748,7 +764,18 @@ se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t fr
 		rest = (int64_t) at;
 		for (int j = 0; j < sk->nk && reached; j++)
 		{
-			int64_t		i = rest / sk->k_st[j];
+			int64_t		i;
+
+			if (j > 0 || rest < outer_lo || rest >= outer_hi)
+				i = sk->k_st[j] == 1 ? rest : rest / sk->k_st[j];
+			else
+				i = outer;
+			if (j == 0)
+			{
+				outer = i;
+				outer_lo = i * sk->k_st[0];
+				outer_hi = outer_lo + sk->k_st[0];
+			}
 
 			reached = i < sk->k_dim[j];
 			rest -= i * sk->k_st[j];
@@ -759,8 +786,10 @@ se_sparse_add(const se_sparse *sk, const double *packed, int64_t nnz, int64_t fr
 			continue;			/* an element the kernel does not read (off a diagonal) */
 		if (sk->nf == 0 && sk->agg == SE_AGG_SUM)
 			out[oo] += packed[nnz + e] * dense[od];
+		else if (sk->nf == 0 && sk->agg == SE_AGG_MIN)
+			SE_STEP_MIN(out[oo], packed[nnz + e] + dense[od]);
 		else if (sk->nf == 0)
-			sparse_add_agg(sk->agg, 1, packed[nnz + e], dense + od, 0, out + oo, 0);
+			SE_STEP_MAX(out[oo], packed[nnz + e] + dense[od]);
 		else
 			sparse_free_loop(sk, 0, packed[nnz + e], dense + od, out + oo);
 	}

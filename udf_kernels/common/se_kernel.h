@@ -39,8 +39,8 @@ enum
 };
 
 /* max/min propagate NaN like NumPy */
-#define SE_STEP_MAX(acc, v) do { if ((v) > (acc) || (v) != (v)) (acc) = (v); } while (0)
-#define SE_STEP_MIN(acc, v) do { if ((v) < (acc) || (v) != (v)) (acc) = (v); } while (0)
+#define SE_STEP_MAX(acc, v) do { (acc) = ((v) > (acc)) | ((v) != (v)) ? (v) : (acc); } while (0)
+#define SE_STEP_MIN(acc, v) do { (acc) = ((v) < (acc)) | ((v) != (v)) ? (v) : (acc); } while (0)
 
 typedef struct se_kspec
 {

@@ -463,6 +463,9 @@ final class KernelSpec {
         }
 
         private void accumulate(double[] packed, int nnz, double[] dense, double[] out, String fn) {
+            // the outermost index of the last entry and the offsets it spans: offsets
+            // ascend, so most entries share it and need no division for it (se_sparse_add)
+            long outer = 0, outerLo = 0, outerHi = 0;
             for (int e = 0; e < nnz; e++) {
                 double at = packed[e];
                 if (!(at >= 0 && at < (double) size)) {
@@ -472,7 +475,13 @@ final class KernelSpec {
                 long rest = (long) at, od = 0, oo = 0;
                 boolean reached = true;
                 for (int j = 0; j < nk && reached; j++) {
-                    long i = rest / kSt[j];
+                    long i = j == 0 && rest >= outerLo && rest < outerHi ? outer
+                        : kSt[j] == 1 ? rest : rest / kSt[j];
+                    if (j == 0) {
+                        outer = i;
+                        outerLo = i * kSt[0];
+                        outerHi = outerLo + kSt[0];
+                    }
                     reached = i < kDim[j];
                     rest -= i * kSt[j];
                     od += i * kDst[j];
