@@ -190,11 +190,12 @@ def _sparse_product(spec: KernelSpec, s: int, inputs: list, constants: dict) -> 
     if spec.agg != "sum":          # each stored entry plus D's row, folded into its row
         fold, result = AGGREGATES[spec.agg].pairwise, np.full((batch, R, N), absent)
         if s in constants:         # one S for every tuple of D
-            for t in range(batch):
-                fold.at(result[t], rows, values[:, None] + d_mat[t, cols])
+            targets = ((t * R + rows, d_mat[t, cols]) for t in range(batch))
         else:
-            fold.at(result, (tuples, rows),
-                    values[:, None] + d_mat[0 if d in constants else tuples, cols])
+            targets = [(tuples * R + rows, d_mat[0 if d in constants else tuples, cols])]
+        for at_row, d_rows in targets:     # flat indices: ufunc.at's fast path (10x)
+            fold.at(result.reshape(-1), (at_row[:, None] * N + np.arange(N)).ravel(),
+                    (values[:, None] + d_rows).ravel())
     elif s in constants:             # one S for every tuple: S @ [D_1 ... D_T]
         s_mat = sp.csr_matrix((values, (rows, cols)), shape=(R, K))
         result = (s_mat @ d_mat.transpose(1, 0, 2).reshape(K, -1)).reshape(R, batch, N)
