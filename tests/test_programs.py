@@ -130,6 +130,15 @@ def test_missing_tuples_are_zeros_for_max(backend):
             np.testing.assert_array_equal(got, [0.0, -1.0, 0.0])
 
 
+def test_a_max_over_every_tuple_folds_in_no_missing_zero(backend):
+    """max of A - 1 is taken over every tuple (a full domain: A - 1 is not 0 where A is
+    absent), so no tuple is missing and no 0 is folded in: the negative maxima stay, also
+    where the engine aggregates 300-element arrays in a UDF."""
+    A = -np.random.default_rng(0).random((5, 300))
+    with Session("input A[i,j]\ny[j] = max(A[i,j] - 1)\n", {"A": A}, backend=backend) as s:
+        np.testing.assert_array_equal(s.run("Ij->j").outputs["y"], (A - 1).max(axis=0))
+
+
 @pytest.mark.parametrize("tile", [1, 4])
 def test_scalars_stacked_straight_into_packed_payloads(tile, backend):
     """A relational intermediate read with packed sparse payloads (rows whole, or tiles of

@@ -239,18 +239,19 @@ def test_viterbi_equals_numpy():
 
 
 def test_semirings_on_spark(spark):
-    """Every semiring on Spark's default plan; min-plus in arrays (the JVM kernels' packed
-    input of default inf, stacks and splits filling inf) on a tiled plan."""
+    """Every semiring on Spark's default plan; min-plus (whose zero is not 0) under every
+    strategy's plans and with W packed in tiles (the JVM kernels' packed input of default
+    inf)."""
     W = sp.random(8, 8, density=0.3, random_state=1, format="csr")
     for name, ring in SEMIRINGS.items():
         got = se.einsum("ij,jk->ik", W, W, semiring=name, backend=spark, format="dense")
         _assert_equal(got, semiring_einsum("ij,jk->ik", [W, W], ring), name)
         assert got.dtype == (bool if ring.boolean else np.float64)
-    ring = SEMIRINGS["min_plus"]
+    expected = semiring_einsum("ij,jk->ik", [W, W], SEMIRINGS["min_plus"])
     with einsum_session("ij,jk->ik", W, W, backend=spark, semiring="min_plus") as session:
         tiled = session.plan("I/4j,jK/4->I/4K/4")
         (v,) = session.dag.vertices
         packed = replace(tiled, choices={v.name: replace(tiled.choices[v.name],
                                                          sparse=frozenset({0}))})
-        _assert_equal(session.run(packed).outputs["OUT"],
-                      semiring_einsum("ij,jk->ik", [W, W], ring), "min_plus on arrays")
+        for plan in [*_plans(session).values(), packed]:
+            _assert_equal(session.run(plan).outputs["OUT"], expected, f"min_plus {plan}")

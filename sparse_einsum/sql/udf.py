@@ -33,7 +33,9 @@ class UDFDialect(Dialect):
 
     def aggregate(self, step: StepBuilder, agg: str, value: str, size: int,
                   count: str | None, expected: int) -> str:
-        name = step.use("aggregate", None, (True,), True, agg=agg, expected_count=expected)
+        # without a count every group is complete: none is short of `expected` tuples
+        name = step.use("aggregate", None, (True,), True, agg=agg,
+                        expected_count=expected if count else 0)
         return f"{name}({self.collect_sql.format(v=value)}, {count or '0'})"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
