@@ -2,6 +2,7 @@
 
     python -m experiments.bench_semiring [--nodes 100000] [--edges 1000000]
                                          [--backend duckdb|duckdb-udf|postgres ...]
+                                         [--plan optimal relational ...]
                                          [--dsn DSN] [--source 0] [--out FILE.csv]
 
 Single-source shortest distances on a random directed graph (weights in [1, 10)) as a
@@ -9,7 +10,8 @@ user computes them with sparse_einsum: a prepared program ``N[j] = min(D[i] + W[
 (see `experiments.paths`), called until the distances stop changing. Each step is timed
 side by side with the same step in scipy/NumPy (a gather and `np.minimum.reduceat` over
 the looped graph's columns), alternating, from the same distances; the two must agree at
-every step, and the final distances must equal `scipy.sparse.csgraph.dijkstra`'s.
+every step, and the final distances must equal `scipy.sparse.csgraph.dijkstra`'s. Each
+plan named (`--plan`, default optimal) is run on each backend in turn.
 Reported: median seconds per step of each with its noise, their ratio, the steps taken
 and Dijkstra's time for the whole search (and, with --out, the medians as CSV rows
 with the run's provenance).
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--edges", type=int, default=1_000_000)
     ap.add_argument("--source", type=int, default=0)
     ap.add_argument("--backend", nargs="+", default=["duckdb"], choices=sorted(BACKENDS))
+    ap.add_argument("--plan", nargs="+", default=["optimal"],
+                    help="plans of the prepared step, each run in turn (default: optimal)")
     ap.add_argument("--dsn", help="PostgreSQL connection string")
     ap.add_argument("--out", help="write the medians to this CSV file")
     args = ap.parse_args(argv)
@@ -67,16 +71,18 @@ def main(argv: list[str] | None = None) -> None:
           f"{np.isfinite(expected).sum():,} reachable; scipy dijkstra {dijkstra_s:.3f} s")
     rows = []
     for name in args.backend:
-        backend, options = BACKENDS[name]
-        if backend == "postgres":
-            options = {**options, "dsn": args.dsn}
-        distances, timings = run(graph, args.source, backend, options)
-        np.testing.assert_array_equal(distances, expected)
-        steps = len(timings.samples[SQL])
-        print(f"{name}: {steps} steps, distances equal dijkstra's; per step:")
-        print("\n".join(timings.lines(SCIPY)))
-        rows += timings.rows(SCIPY, backend=name, nodes=args.nodes, edges=graph.nnz,
-                             steps=steps, dijkstra_s=f"{dijkstra_s:.6f}")
+        for plan in args.plan:
+            backend, options = BACKENDS[name]
+            options = {**options, "plan": plan}
+            if backend == "postgres":
+                options["dsn"] = args.dsn
+            distances, timings = run(graph, args.source, backend, options)
+            np.testing.assert_array_equal(distances, expected)
+            steps = len(timings.samples[SQL])
+            print(f"{name}, plan {plan}: {steps} steps, distances equal dijkstra's; per step:")
+            print("\n".join(timings.lines(SCIPY)))
+            rows += timings.rows(SCIPY, backend=name, plan=plan, nodes=args.nodes,
+                                 edges=graph.nnz, steps=steps, dijkstra_s=f"{dijkstra_s:.6f}")
     if args.out:
         harness.write_csv(args.out, rows, provenance)
 
