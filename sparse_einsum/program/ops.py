@@ -140,7 +140,8 @@ AGGREGATES: dict[str, Aggregate] = {
 
 # (op, agg) -> the default of an operand whose absent entries make terms that are the
 # aggregate's identity (0 in a sum of products, inf in a min of sums): a kernel over one
-# packed operand of that default runs over its stored entries only (C core, JVM, NumPy)
+# packed operand of that default runs over its stored entries only (NumPy; the C core's
+# and the JVM kernels' tables are generated from it: `c_header`, `java_ops`)
 SPARSE_DRIVEN = {("mul", "sum"): 0.0, ("add", "min"): INF, ("add", "max"): -INF}
 
 
@@ -238,8 +239,16 @@ def c_header() -> str:
     kinds = [op.kind for op in OPS.values()]
     lines += [f"#define SE_N_BINARY {kinds.count(BINARY)}",
               f"#define SE_FIRST_CONST OP_{next(o.name for o in OPS.values() if o.kind == CONSTANT)}",
-              "", "#endif", ""]
+              "", "/* op, aggregate and packed operand's default of the kernels that run over its",
+              " * stored entries (SPARSE_DRIVEN) */", "#define SE_SPARSE_DRIVEN(X) \\"]
+    body = [f"\tX({op}, SE_AGG_{agg.upper()}, {_c_number(fill)})"
+            for (op, agg), fill in SPARSE_DRIVEN.items()]
+    lines += [line + " \\" for line in body[:-1]] + [body[-1], "", "#endif", ""]
     return "\n".join(lines)
+
+
+def _c_number(x: float) -> str:
+    return {INF: "INFINITY", -INF: "-INFINITY"}.get(x, repr(float(x)))
 
 
 _JAVA_CALLS = {"exp": "Math.exp", "log": "Math.log", "sqrt": "Math.sqrt", "tanh": "Math.tanh",
@@ -267,7 +276,15 @@ def java_ops() -> str:
              "        switch (op) {"]
     lines += [f"            case {k}: return {java(op.c)};" for k, op in enumerate(ops)]
     lines += ["            default: throw new IllegalArgumentException(\"operation \" + op);",
-              "        }", "    }", "}", ""]
+              "        }", "    }", "",
+              "    /** Whether a kernel over one packed operand of default `fill` runs over its",
+              "     *  stored entries (SPARSE_DRIVEN; aggregates numbered sum, max, min). */",
+              "    static boolean sparseDriven(int op, int agg, double fill) {"]
+    java_fill = {INF: "Double.POSITIVE_INFINITY", -INF: "Double.NEGATIVE_INFINITY"}
+    cases = [f"op == {[o.name for o in ops].index(op)} && agg == {list(AGGREGATES).index(agg)} "
+             f"&& fill == {java_fill.get(fill, repr(float(fill)))}"
+             for (op, agg), fill in SPARSE_DRIVEN.items()]
+    lines += ["        return " + "\n            || ".join(cases) + ";", "    }", "}", ""]
     return "\n".join(lines)
 
 

@@ -636,10 +636,10 @@ se_kspec_sparse(const se_kspec *ks, se_sparse *sk)
 	s = ks->packed[0] ? 0 : 1;
 	d = 1 - s;
 	/* the absent entries' terms must be the aggregate's identity */
-	if (!(ks->op == OP_mul && ks->agg == SE_AGG_SUM && ks->fill[s] == 0.0) &&
-		!(ks->op == OP_add && ks->agg == SE_AGG_MIN && ks->fill[s] == INFINITY) &&
-		!(ks->op == OP_add && ks->agg == SE_AGG_MAX && ks->fill[s] == -INFINITY))
+#define X_DRIVEN(name, agg_, fill_) || (ks->op == OP_##name && ks->agg == agg_ && ks->fill[s] == fill_)
+	if (!(false SE_SPARSE_DRIVEN(X_DRIVEN)))
 		return false;
+#undef X_DRIVEN
 	out_strides(ks, oc);
 	memset(sk, 0, sizeof(*sk));
 	sk->s = s;

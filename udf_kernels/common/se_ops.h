@@ -31,4 +31,11 @@
 #define SE_N_BINARY 4
 #define SE_FIRST_CONST OP_mulc
 
+/* op, aggregate and packed operand's default of the kernels that run over its
+ * stored entries (SPARSE_DRIVEN) */
+#define SE_SPARSE_DRIVEN(X) \
+	X(mul, SE_AGG_SUM, 0.0) \
+	X(add, SE_AGG_MIN, INFINITY) \
+	X(add, SE_AGG_MAX, -INFINITY)
+
 #endif

@@ -368,10 +368,7 @@ final class KernelSpec {
                 return null;
             }
             int s = ks.packed[0] ? 0 : 1, d = 1 - s;
-            boolean add = Ops.NAMES[ks.op].equals("add");
-            if (!(ks.productSum() && ks.fill[s] == 0.0)
-                && !(add && ks.agg == MIN && ks.fill[s] == Double.POSITIVE_INFINITY)
-                && !(add && ks.agg == MAX && ks.fill[s] == Double.NEGATIVE_INFINITY)) {
+            if (!Ops.sparseDriven(ks.op, ks.agg, ks.fill[s])) {
                 return null;
             }
             Sparse sk = new Sparse();

@@ -39,4 +39,12 @@ final class Ops {
             default: throw new IllegalArgumentException("operation " + op);
         }
     }
+
+    /** Whether a kernel over one packed operand of default `fill` runs over its
+     *  stored entries (SPARSE_DRIVEN; aggregates numbered sum, max, min). */
+    static boolean sparseDriven(int op, int agg, double fill) {
+        return op == 0 && agg == 0 && fill == 0.0
+            || op == 1 && agg == 2 && fill == Double.POSITIVE_INFINITY
+            || op == 1 && agg == 1 && fill == Double.NEGATIVE_INFINITY;
+    }
 }
