@@ -170,6 +170,33 @@ def test_duckdb_job_matches_run(name, plan, dialect, tmp_path, duck_file, duckdb
     assert duck_tables(path) == set(tables) | {"cj_y"} | set(want)
 
 
+MIN_PLUS = f"""
+input A[i:{N}, j:{N}] default inf from cj_edges(src, dst, weight)
+input b[j:{N}] default inf from cj_bias(j, v)
+D[i] = min(A[i,j] + b[j])
+output D
+"""
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "duckdb-builtin"])
+@pytest.mark.parametrize("plan", ["dense", "random:2", "relational"])
+def test_duckdb_min_plus_job_matches_run(plan, dialect, tmp_path, duck_file, duckdb_cli):
+    """A min-plus job: its arrays hold inf where entries are absent (kernels, stacks and
+    explodes with the default), and its output table the entries other than inf."""
+    path, tables = duck_file
+    job = compile_cli(tmp_path, MIN_PLUS, "--dialect", dialect, "--plan", plan,
+                      "--database", str(path))
+    done = duck_run(duckdb_cli, path, job)
+    assert done.returncode == 0, done.stderr
+    want = expected(MIN_PLUS, tables)["D"]            # (b is absent, inf, at j % 3 == 0)
+    rows = duck_fetch(path)("SELECT * FROM D")
+    assert len(rows) == np.isfinite(want).sum()
+    got = np.full(N, np.inf)
+    for i, value in rows:
+        got[int(i)] = value
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_duckdb_job_without_database_uses_declared_bounds(tmp_path, duck_file, duckdb_cli):
     path, tables = duck_file
     job = compile_cli(tmp_path, NON_ANNIHILATING, "--dialect", "duckdb")

@@ -142,11 +142,13 @@ def test_outputs_defaults_comments_and_keywords():
 
 
 def test_input_defaults():
-    """`default` gives the value of an input's absent entries, after its table source."""
+    """`default` gives the value of an input's absent entries, before or after its table
+    source."""
     program = parse_program("input A[i,j] default inf\ninput B[j] default -2.5\n"
-                            "input E[i,j] from edges(s, d, w) default -inf\nC[i] = min(A[i,j] + B[j])")
-    assert [d.default for d in program.inputs.values()] == [float("inf"), -2.5, float("-inf")]
-    assert program.inputs["E"].source.table == "edges"
+                            "input E[i,j] from edges(s, d, w) default -inf\n"
+                            "input F[i,j] default 2 from edges(s, d, w)\nC[i] = min(A[i,j] + B[j])")
+    assert [d.default for d in program.inputs.values()] == [float("inf"), -2.5, float("-inf"), 2.0]
+    assert program.inputs["E"].source.table == program.inputs["F"].source.table == "edges"
 
 
 def test_case_sensitive_names():
@@ -206,7 +208,8 @@ def test_case_sensitive_names():
     ('input E[i,j] from t', 1, 20, ["expected '(' after the table name"]),
     ('input E[i,j] edges', 1, 14, ["expected 'from', 'default' or end of line but found 'edges'"]),
     ('input E[i,j] default x', 1, 22, ["expected a number, inf or -inf after 'default'"]),
-    ('input E[i,j] default inf 2', 1, 26, ["expected 'from', 'default' or end of line"]),
+    ('input E[i,j] default inf 2', 1, 26, ["expected 'from' or end of line"]),
+    ('input E[i,j] from e(a, b, v) from e(a, b, v)', 1, 30, ["expected 'default' or end of line"]),
     ("input 3[i]", 1, 7, ["expected an input name but found '3'"]),
     ("input A[i]\noutput = A[i]", 2, 8, ["expected a tensor name but found '='"]),
     ("input A i", 1, 9, ["expected '[' after 'A' but found 'i'"]),

@@ -196,15 +196,15 @@ class _LineParser:
         tok = self.new_name(defined, "an input name")
         name = tok.value
         labels, bounds = self.labels(name, bounds=True, distinct=f"the declaration of input {name}")
-        source = None
-        if self.peek().kind == "ident" and self.peek().value == "from":
-            self.next()
-            source = self.table_source(name, len(labels))
-        default = 0.0
-        if self.peek().kind == "ident" and self.peek().value == "default":
-            self.next()
-            default = self.default_value()
-        self.end("'from', 'default' or end of line")
+        source, default, left = None, 0.0, ["from", "default"]   # either clause, once each
+        while self.peek().kind == "ident" and self.peek().value in left:
+            clause = self.next().value
+            left.remove(clause)
+            if clause == "from":
+                source = self.table_source(name, len(labels))
+            else:
+                default = self.default_value()
+        self.end(", ".join(f"'{clause}'" for clause in left) + " or end of line")
         return InputDecl(name, labels, bounds, source, tok.line, default)
 
     def default_value(self) -> float:
