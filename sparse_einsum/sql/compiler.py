@@ -380,15 +380,12 @@ class Compiler:
     def _or_default(self, v: Vertex, k: int, rel: TableRelation, alias: str) -> str:
         """The value of operand k read from an outer join: its default where it is absent
         (NULL arrays stay NULL where the kernels read them as zeros)."""
-        d = self.d
-        if v.defaults:
-            return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
-                                                 rel.sparse, v.defaults[k]),
-                          d.zero(None, default=v.defaults[k]))
-        if rel.is_scalar or not d.null_arrays_are_zeros:
-            return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
-                                                  rel.sparse))
-        return f"{alias}.val"
+        d, default = self.d, v.defaults[k] if v.defaults else 0.0
+        if not (default or rel.is_scalar or not d.null_arrays_are_zeros):
+            return f"{alias}.val"
+        return OrZero(f"{alias}.val", d.zero(None if rel.is_scalar else rel.sub_size,
+                                             rel.sparse, default),
+                      d.zero(None, default=default) if default else None)
 
     # -- repartition --------------------------------------------------------
     def _repartition(self, rel: TableRelation, target: Tiling) -> TableRelation:

@@ -225,8 +225,8 @@ class DuckDBBuiltinDialect(_DuckDBSQL):
         """
         self.check_size(spec.size, "dense array")
         n = spec.positions
-        zero = self.zero(spec.sub_size if value_is_list else None, default=spec.fill)
-        zero = zero if value_is_list or spec.fill else _ZERO
+        zero = (self.zero(spec.sub_size, default=spec.fill) if value_is_list
+                else self.num(spec.fill) if spec.fill else _ZERO)
         keys = (f"list_concat(list_transform(list({position} ORDER BY {position}), "
                 f"lambda se_p: 2 * se_p), list_transform(range({n}), lambda se_q: 2 * se_q + 1))")
         count = f"(se_r[len(se_r) - {n} + se_q + 1] - se_q - 1)"
