@@ -28,3 +28,6 @@ class Capabilities:
     # a one-tuple operand joined to keyed tuples is bound into the kernel once per
     # statement (False: read again with every batch of joined tuples)
     constants_once: bool = True
+    # joined tuples one kernel call receives at most, held in memory together: DuckDB hands
+    # its functions vectors of 2048 rows; Spark calls a JVM function once per row
+    kernel_rows: int = 2048

@@ -24,8 +24,9 @@ from .tiling import (
 )
 
 
-# tuples one kernel call receives at most (DuckDB hands UDFs vectors of 2048 rows)
-KERNEL_BATCH = 2048
+# tuples one kernel call receives at most where the dialect does not say
+# (`Capabilities.kernel_rows`: DuckDB hands UDFs vectors of 2048 rows)
+KERNEL_BATCH = Capabilities().kernel_rows
 STACKED_TUPLES = 16     # tuples of one group in a batch that make summing them one product
 
 
@@ -79,12 +80,12 @@ DEFAULT_PARAMS = {
                         c_group=5.7e-4, c_load_tuple=2.2e-5, c_load_byte=5.3e-8,
                         c_sparse=1.8e-9, c_gemm=5.7e-11, c_shuffle=2.0e-8, c_statement=0.97,
                         parallelism=2.0),
-    # the JVM kernels: partial aggregates in each task, so the per-element aggregate cost
-    # is the JVM's add, not a shuffled row's
-    "spark-native": CostParams(c_xfer=2.0e-8, c_kernel=6.2e-11, c_fixed=2.0e-6, c_add=5.0e-9,
-                               c_group=5.7e-4, c_load_tuple=2.2e-5, c_load_byte=5.3e-8,
-                               c_sparse=1.8e-9, c_gemm=5.7e-11, c_shuffle=2.0e-8,
-                               c_statement=0.97, parallelism=2.0),
+    # the JVM kernels, calibrated on local[2]; the timings do not identify c_add, c_group
+    # and c_shuffle, which keep their earlier values
+    "spark-native": CostParams(c_xfer=2.3e-10, c_kernel=1.9e-9, c_fixed=5.9e-8, c_add=5.0e-9,
+                               c_group=5.7e-4, c_load_tuple=3.5e-7, c_load_byte=7.2e-9,
+                               c_sparse=8.1e-10, c_nnz=2.9e-7, c_gemm=2.4e-10,
+                               c_shuffle=2.0e-8, c_statement=0.12, parallelism=2.0),
 }
 
 
@@ -203,7 +204,7 @@ class CostModel:
 
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, choice: Choice) -> bool:
-        """No tuple and no kernel call (a batch of up to KERNEL_BATCH joined tuples, with
+        """No tuple and no kernel call (a batch of up to `kernel_rows` joined tuples, with
         one-tuple operands bound once, and their results unless `kernel_summed`) above
         the memory cap, no payload longer than the SQL dialect's arrays hold (none at all
         with `scalars_only`, nor with a min or max whose absent tuples hold a default
@@ -235,7 +236,7 @@ class CostModel:
         if t.cells == 1:
             return True                       # no kernel: plain SQL on scalars
         t = self._per_tiles(v, choice)
-        rows = min(t.join, KERNEL_BATCH)
+        rows = min(t.join, self.caps.kernel_rows)
         per_row = sum(b for b, k in zip(payload_in, t.keyed) if k)
         if not (t.summable and not sparse):     # the kernel's results, formed
             per_row += t.dense[-1]
@@ -377,7 +378,7 @@ class CostModel:
             keyed = t.keyed
             # measured on DuckDB: rows of a sparse matrix against one 173 MB array, 8 s
             # for 169k rows (83 batches each reading it) where this term said 0.06 s
-            reads = 1.0 if self.caps.constants_once else ceil(join / KERNEL_BATCH)
+            reads = 1.0 if self.caps.constants_once else ceil(join / self.caps.kernel_rows)
             for k in (0, 1):
                 if not keyed[k] and keyed[1 - k]:
                     once += reads * bytes_in[k] * p.c_xfer

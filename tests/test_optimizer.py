@@ -370,6 +370,23 @@ def test_a_one_tuple_operand_is_read_per_batch_where_the_engine_does_not_bind_it
         assert extra == pytest.approx(reads * 3000 * 64 * 8 * ctx.model.p.c_xfer, rel=1e-9)
 
 
+def test_a_kernel_call_holds_the_rows_the_engine_hands_it():
+    """Rows of A (32 KB each) against one 8 MB matrix under a 20 MB cap: a batch of 2048
+    rows does not fit, one row a call does (Spark calls its JVM kernels once per row)."""
+    from sparse_einsum.sql.spark import SparkNativeDialect
+    assert SparkNativeDialect.capabilities.kernel_rows == 1
+    a = sp.random(4096, 4096, density=0.001, format="csr", random_state=3)
+    h = np.ones((4096, 256))
+    with einsum_session("ij,jf->if", a, h, backend=None, dialect=SparkNativeDialect()) as session:
+        ctx = session.optimizer()
+        v = ctx.dag.vertices[0]
+        rows = Choice.of({label: 1 if label == "i" else size
+                          for label, size in ctx.dag.label_sizes(v).items()})
+        fits = {n: CostModel(ctx.dag, ctx.stats, ctx.model.p, 20e6,
+                             Capabilities(kernel_rows=n)).fits(v, rows) for n in (1, 2048)}
+        assert fits == {1: True, 2048: False}
+
+
 def test_unspillable_states_are_bounded_by_the_engines_memory_not_the_cap_per_tuple(duck):
     """All groups' aggregate states live at once: without a memory cap given they are
     bounded by the engine's share of its memory limit; a given cap bounds them too."""

@@ -218,6 +218,13 @@ def test_each_jvm_kernel_matches_numpy(spark):
         KernelSpec("mul", "sum", (3, 5, 4), 2, ((4, 0, 1), (0, 1, 5)), (12, 20)),  # ij,jk->ik
         KernelSpec("mul", "sum", (5, 3, 4), 2, ((0, 4, 1), (1, 0, 5)), (12, 20)),  # c^T
         KernelSpec("mul", "sum", (2, 3, 2, 4), 3, ((12, 4, 0, 1), (8, 0, 1, 2)), (24, 16)),
+        # matrix-vector products (dgemv): a row times a matrix stored either way, a matrix
+        # stored either way times a column, rows of a batch
+        KernelSpec("mul", "sum", (5, 4), 1, ((0, 1), (1, 5)), (4, 20)),           # k,kn->n
+        KernelSpec("mul", "sum", (5, 4), 1, ((0, 1), (4, 1)), (4, 20)),           # k,nk->n
+        KernelSpec("mul", "sum", (3, 4), 1, ((4, 1), (0, 1)), (12, 4)),           # mk,k->m
+        KernelSpec("mul", "sum", (3, 4), 1, ((1, 3), (0, 1)), (12, 4)),           # km,k->m
+        KernelSpec("mul", "sum", (2, 5, 4), 2, ((4, 0, 1), (20, 1, 5)), (8, 40)),  # bk,bkn->bn
     ]
     for spec in specs:
         n = 5
@@ -243,6 +250,18 @@ def test_each_jvm_kernel_matches_numpy(spark):
     got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(packed)}, a, b) FROM se_t ORDER BY k")
     with np.errstate(invalid="ignore"):
         check(np.array([r[0] for r in got]), run_kernel(spec, a, b), packed.text)
+    # a packed a whose dense extent (2^32) no Java array holds: run over its entries
+    n = 1 << 16
+    huge = KernelSpec("mul", "sum", (n, 2, n), 2, ((n, 0, 1), (0, 1, 2)), (n * n, 2 * n),
+                      packed=(True, False))
+    rows, cols = np.array([5, 5, n - 1]), np.array([7, n - 1, 3])
+    entries = (rows * n + cols).astype(float).tolist() + [2.0, -1.0, 0.5]
+    b = rng.normal(size=(n, 2))
+    _frame(spark, [(0, entries, b.ravel().tolist())], "k int, a array<double>, b array<double>",
+           "se_t")
+    got = spark.query(f"SELECT {fn('se_kernel2')}({spec_literal(huge)}, a, b) FROM se_t")
+    want = (sp.csr_matrix(([2.0, -1.0, 0.5], (rows, cols)), shape=(n, n)) @ b).ravel()
+    check(np.array(got[0][0]), want, huge.text)
     # min and max of sums over a packed a whose absent entries are inf (-inf): over the
     # stored entries; a dense b holding the opposite infinity: densified with the fill
     for agg, fill in (("min", np.inf), ("max", -np.inf)):

@@ -67,9 +67,10 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
     functions = KERNEL_CATALOG + "."
     # aggregate states stay in the hash aggregate's memory (the backend raises its
     # sort-based fallback threshold); se_ksum sums products unformed
-    # a one-tuple operand is a scalar subquery, computed once (`kernel`)
+    # a one-tuple operand is a scalar subquery, computed once (`kernel`); each row is its
+    # own kernel call
     capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
-                                constants_once=True)
+                                constants_once=True, kernel_rows=1)
     null_arrays_are_zeros = True
     kernels = "JVM: the sparse_einsum kernel jar's Spark function catalog"
 

@@ -15,7 +15,7 @@ public class DensifyFn extends Bound implements ScalarFunction<ArrayData> {
         if (packed == null) {
             return null;
         }
-        if (size < 0 || size > Integer.MAX_VALUE - 16) {
+        if (size < 0 || size > KernelSpec.JAVA_ARRAY) {
             throw new IllegalArgumentException("se_densify: size " + size + " is out of range");
         }
         return Arrays2.array(KernelSpec.unpack(Arrays2.doubles(packed, "se_densify", "packed"), size, 0.0,

@@ -64,7 +64,7 @@ final class GatherSpec {
             throw new IllegalArgumentException("sub-tensors reach index " + (reach + subReach - 2)
                 + " beyond SIZE " + size);
         }
-        if (size > Integer.MAX_VALUE - 16 || subSize > Integer.MAX_VALUE - 16) {
+        if (size > KernelSpec.JAVA_ARRAY || subSize > KernelSpec.JAVA_ARRAY) {
             throw new IllegalArgumentException("arrays longer than a Java array");
         }
         sub = new int[(int) subSize];

@@ -34,6 +34,7 @@ final class KernelSpec {
     Gemm gemm;                               // non-null: the kernel is a matrix product
     Sparse sparse;                           // non-null: runs over its packed input's non-zeros
 
+    static final long JAVA_ARRAY = Integer.MAX_VALUE - 16;     // the longest array a JVM makes
     private static final ThreadLocal<Map<UTF8String, KernelSpec>> PARSED =
         ThreadLocal.withInitial(HashMap::new);
 
@@ -127,7 +128,8 @@ final class KernelSpec {
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("loop space too large");
         }
-        if (outSize > Integer.MAX_VALUE - 16 || need[0] > Integer.MAX_VALUE - 16 || need[1] > Integer.MAX_VALUE - 16) {
+        // a packed input is held as its entries: only densifying it needs its whole extent
+        if (outSize > JAVA_ARRAY || (!packed[0] && need[0] > JAVA_ARRAY) || (!packed[1] && need[1] > JAVA_ARRAY)) {
             throw new IllegalArgumentException("arrays longer than a Java array");
         }
         gemm = Gemm.of(this);
@@ -320,6 +322,10 @@ final class KernelSpec {
     static double[] unpack(double[] packed, long size, double fill, String fn) {
         if (packed.length % 2 != 0) {
             throw new IllegalArgumentException(fn + ": a packed payload has an even length, not " + packed.length);
+        }
+        if (size > JAVA_ARRAY) {
+            throw new IllegalArgumentException(fn + ": a packed payload of " + size
+                + " elements is densified (the other input is not finite), longer than a Java array");
         }
         int nnz = packed.length / 2;
         double[] out = new double[(int) size];
@@ -763,6 +769,12 @@ final class KernelSpec {
             if (m == 0 || n == 0) {
                 return true;
             }
+            if (m == 1 && k > 1 && n > 1) {     // a row times a matrix: c^T = b^T a^T
+                return gemv(n, k, b, bo, bN, bK, a, ao, aK, c, co, cN, beta);
+            }
+            if (n == 1 && k > 1 && m > 1) {     // a matrix times a column
+                return gemv(m, k, a, ao, aM, aK, b, bo, bK, c, co, cM, beta);
+            }
             long[] tc = layout(m, n, cM, cN);
             if (tc == null) {
                 return false;
@@ -777,6 +789,28 @@ final class KernelSpec {
             BLAS_.dgemm(tb[0] == 1 ? "T" : "N", ta[0] == 1 ? "T" : "N", (int) n, (int) m, (int) k, 1.0,
                         b, bo, (int) tb[1], a, ao, (int) ta[1], beta, c, co, (int) tc[1]);
             return true;
+        }
+
+        /** y[i] = beta y[i] + sum_j mat[i,j] x[j] (i < rows, j < cols; strides sr, sc of the
+         *  matrix, sx of x, sy of y) as dgemv, where the matrix has a unit stride: netlib's
+         *  dgemm runs a one-row product five times slower than its dgemv. */
+        private static boolean gemv(long rows, long cols, double[] mat, int mo, long sr, long sc,
+                                    double[] x, int xo, long sx, double[] y, int yo, long sy,
+                                    double beta) {
+            if (sx < 1 || sy < 1 || sx > Integer.MAX_VALUE || sy > Integer.MAX_VALUE) {
+                return false;
+            }
+            if (sc == 1 && sr >= cols && sr <= Integer.MAX_VALUE) {    // row-major: its transpose
+                BLAS_.dgemv("T", (int) cols, (int) rows, 1.0, mat, mo, (int) sr, x, xo, (int) sx,
+                            beta, y, yo, (int) sy);
+                return true;
+            }
+            if (sr == 1 && sc >= rows && sc <= Integer.MAX_VALUE) {    // column-major
+                BLAS_.dgemv("N", (int) rows, (int) cols, 1.0, mat, mo, (int) sc, x, xo, (int) sx,
+                            beta, y, yo, (int) sy);
+                return true;
+            }
+            return false;
         }
     }
 }
