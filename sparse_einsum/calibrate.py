@@ -4,8 +4,9 @@ Each way an engine runs kernels has its own constants, stored under its dialect'
 DuckDB is measured with its extension (duckdb-native) and with the UDF kernels it falls
 back to (duckdb); PostgreSQL with its C extension.
 
-C_gemm comes from timing the kernels' own dense matrix products (seconds per flop; BLAS
-where the engine's kernels have it), C_kernel from a kernel of the same shape that is no
+C_gemm comes from timing the kernels' own dense matrix products of row blocks against
+one matrix, C_gemm_rows of single rows against it (seconds per flop; BLAS where the
+engine's kernels have it), C_kernel from a kernel of the same shape that is no
 product (the strided loop every other kernel runs), C_sparse and C_nnz from their sparse
 x dense products at three widths (per flop, and per non-zero visited: the C kernel over
 packed payloads on the native paths, scipy's on the UDF path), the two load constants
@@ -51,6 +52,8 @@ from .tiling import promotion
 
 _UNIT = CostParams(0.0, 0.0, 0.0, 0.0)
 FITTED = ("c_xfer", "c_fixed", "c_add", "c_group")
+# rows a tuple holds where c_gemm is timed (c_gemm_rows: one)
+BLOCK_ROWS = 64
 # widths of the dense operand the sparse kernel is timed at (c_sparse and c_nnz apart)
 SPARSE_WIDTHS = (16, 64, 256)
 SPARSE_ROUNDS = 3
@@ -99,11 +102,14 @@ def _plan_cost(ctx: OptimizerContext, params: CostParams, plan: Plan) -> float:
     return sum(cost for item, cost in items.items() if not isinstance(item, LoadItem))
 
 
-def kernel_seconds_per_flop(db, repeats: int = 5, product: bool = True) -> float:
-    """Seconds per flop of a dense kernel on this backend's kernel path: a matrix product,
-    or (not `product`) a kernel of the same size that is none (the native strided loop)."""
+def kernel_seconds_per_flop(db, repeats: int = 5, product: bool = True, block: int = 1
+                            ) -> float:
+    """Seconds per flop of a dense kernel on this backend's kernel path: a matrix product
+    of tuples holding `block` rows each against one matrix (c_gemm_rows: one; c_gemm:
+    BLOCK_ROWS), or (not `product`) a kernel of the same size that is none (the native
+    strided loop)."""
     if isinstance(db.dialect, NativeDialect):
-        return _native_seconds_per_flop(db, repeats, product)
+        return _native_seconds_per_flop(db, repeats, product, block)
     return _numpy_seconds_per_flop(repeats)
 
 
@@ -166,16 +172,16 @@ def _native_sparse_seconds(db, repeats: int, rng: np.random.Generator, width: in
     return _statement_seconds(db, create, inputs, repeats), matrix.nnz
 
 
-def _native_seconds_per_flop(db, repeats: int, product: bool, n: int = 512, rows: int = 1024
-                             ) -> float:
-    """Time the C kernel on `rows` vector x matrix products against one n x n matrix
-    tuple, in one statement (the shape of a projection by a weight matrix); not `product`:
+def _native_seconds_per_flop(db, repeats: int, product: bool, block: int = 1, n: int = 512,
+                             rows: int = 1024) -> float:
+    """Time the kernel on `rows` rows times one n x n matrix tuple, `block` rows a tuple,
+    in one statement (the shape of a projection by a weight matrix); not `product`:
     out[m] = sum_k v[m] M[m,k] instead, the strided loop over contiguous rows."""
     rng = np.random.default_rng(1)
     matrix = TableRelation("se_cal_m", "M", (n, n), promotion((n, n), ()), ("m", "k"))
-    vectors = TableRelation("se_cal_v", "V", (rows, n), promotion((rows, n), (0,)), ("r", "m"))
-    strides = ((0, 1), (1, n)) if product else ((1, 0), (n, 1))
-    spec = KernelSpec("mul", "sum", (n, n), 1, strides, (n, n * n))
+    vectors = TableRelation("se_cal_v", "V", (rows, n), (block, n), ("r", "m"))
+    strides = ((n, 0, 1), (0, 1, n)) if product else ((n, 1, 0), (0, n, 1))
+    spec = KernelSpec("mul", "sum", (block, n, n), 2, strides, (block * n, n * n))
     # the matrix reaches the kernel as compiled plans pass a one-tuple operand: bound once
     # where the engine does (Spark: a scalar subquery), else joined to every row
     once = db.dialect.capabilities.constants_once
@@ -187,7 +193,8 @@ def _native_seconds_per_flop(db, repeats: int, product: bool, n: int = 512, rows
     create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val "
                                              f"FROM se_cal_v AS v{joined}", temporary=True)
     inputs = {matrix: Blocks([], rng.normal(size=(1, n * n))),
-              vectors: Blocks([np.arange(rows)], rng.normal(size=(rows, n)))}
+              vectors: Blocks([np.arange(rows // block)],
+                              rng.normal(size=(rows // block, block * n)))}
     return _statement_seconds(db, create, inputs, repeats) / (2 * rows * n * n)
 
 
@@ -296,7 +303,8 @@ def _calibrate_path(db, path: str | None, scale: float, repeats: int) -> dict:
     unit = db.cost_params(replace(_UNIT, parallelism=default.parallelism))
     micro = MICRO_REPEATS * repeats
     c_sparse, c_nnz = sparse_constants(db, micro)
-    measured = replace(unit, c_gemm=kernel_seconds_per_flop(db, micro),
+    measured = replace(unit, c_gemm=kernel_seconds_per_flop(db, micro, block=BLOCK_ROWS),
+                       c_gemm_rows=kernel_seconds_per_flop(db, micro),
                        c_kernel=kernel_seconds_per_flop(db, micro, product=False),
                        c_sparse=c_sparse, c_nnz=c_nnz)
     c_load_tuple, c_load_byte = load_constants(db, scale, rng, micro,
@@ -340,7 +348,8 @@ def _time_plans(db, name: str, program: str, data: dict, params: CostParams,
     """Time the candidate plans of `program` under `params` not in `done`, round-robin
     (so that other jobs' load falls on each plan alike), after a warm-up round."""
     kernels = replace(unit, **{f: getattr(measured, f)
-                               for f in ("c_kernel", "c_gemm", "c_sparse", "c_nnz")})
+                               for f in ("c_kernel", "c_gemm", "c_gemm_rows", "c_sparse",
+                                         "c_nnz")})
     with Session(_PROGRAMS[program], data, backend=db, params=params) as session:
         ctx = session.optimizer()
         plans = [p for p in candidate_plans(ctx, top=4)

@@ -51,8 +51,10 @@ class CostParams:
     c_nnz: float = 0.0           # per non-zero a sparse x dense product visits: its index
     #                              and a fetch of the other operand's row, whatever its width
     c_gemm: float = 0.0          # per flop of a kernel that is a matrix product (0: c_kernel)
-    c_gemm_rows: float = 0.0     # ... of keyed rows against a one-tuple operand, where the
-    #                              engine runs a chunk of rows as one product (0: c_gemm)
+    c_gemm_rows: float = 0.0     # ... of keyed rows against a one-tuple operand: where the
+    #                              engine runs a chunk of rows as one product, that product;
+    #                              where it calls the kernel per row (`kernel_rows` 1), each
+    #                              row's matrix-vector product (0: c_gemm)
     c_shuffle: float = 0.0       # per byte exchanged between tasks (0: the engine does not)
     c_statement: float = 0.0     # per statement and per input load: scheduling its jobs
     parallelism: float = 1.0     # tasks running at once: joins, aggregates, kernels and
@@ -82,10 +84,11 @@ DEFAULT_PARAMS = {
                         parallelism=2.0),
     # the JVM kernels, calibrated on local[2]; the timings do not identify c_add, c_group
     # and c_shuffle, which keep their earlier values
-    "spark-native": CostParams(c_xfer=2.3e-10, c_kernel=1.9e-9, c_fixed=5.9e-8, c_add=5.0e-9,
-                               c_group=5.7e-4, c_load_tuple=3.5e-7, c_load_byte=7.2e-9,
-                               c_sparse=8.1e-10, c_nnz=2.9e-7, c_gemm=2.4e-10,
-                               c_shuffle=2.0e-8, c_statement=0.12, parallelism=2.0),
+    "spark-native": CostParams(c_xfer=2.3e-10, c_kernel=1.6e-9, c_fixed=5.9e-8, c_add=5.0e-9,
+                               c_group=5.7e-4, c_load_tuple=3.7e-7, c_load_byte=7.0e-9,
+                               c_sparse=9.0e-10, c_nnz=2.8e-7, c_gemm=2.0e-10,
+                               c_gemm_rows=2.6e-10, c_shuffle=2.0e-8, c_statement=0.12,
+                               parallelism=2.0),
 }
 
 
@@ -373,7 +376,10 @@ class CostModel:
         # a one-tuple operand joined to a keyed one is bound into the kernel once
         per_tuple = list(bytes_in)
         once = 0.0
-        shared = False        # one operand is one tuple joined to every keyed tuple of the other
+        # one operand is one tuple joined to every keyed tuple of the other, whose products
+        # run at c_gemm_rows: a batch of rows as one product where the engine batches,
+        # else each tuple that is one row (a vector, which reads the whole matrix)
+        rows = False
         if v.is_binary and v.op == "mul":
             keyed = t.keyed
             # measured on DuckDB: rows of a sparse matrix against one 173 MB array, 8 s
@@ -383,7 +389,8 @@ class CostModel:
                 if not keyed[k] and keyed[1 - k]:
                     once += reads * bytes_in[k] * p.c_xfer
                     per_tuple[k] = 0.0
-                    shared = True
+                    rows = self.caps.kernel_rows > 1 or all(
+                        choice.sizes[l] == 1 for l in v.operands[1 - k].labels if l in v.labels)
         c_join = join * (sum(per_tuple) * p.c_xfer + p.c_fixed) + once
         summed = t.summable and not sparse
         out = t.out
@@ -399,7 +406,7 @@ class CostModel:
         # 2646 groups of 64 x 256 ran the products one tuple at a time, 19 s)
         stacked = summed and t.stacked and min(join, KERNEL_BATCH) >= STACKED_TUPLES * out
         c_kernel = 0.0 if t.scales and not sparse else \
-            join * self._kernel_seconds(v, choice, t, bytes_in, shared, stacked)
+            join * self._kernel_seconds(v, choice, t, bytes_in, rows, stacked)
         # writing the output relation (beyond section 7.2: measured to matter for big
         # outputs); one that streams into its reader is not stored and runs no statement of
         # its own, but its payloads are still made and moved (pricing them at nothing chose
@@ -424,10 +431,10 @@ class CostModel:
         return max(min(self.p.parallelism, tuples), 1.0)
 
     def _kernel_seconds(self, v: Vertex, choice: Choice, t: _Tiled, bytes_in: list[float],
-                        shared: bool, stacked: bool = False) -> float:
+                        rows: bool, stacked: bool = False) -> float:
         """Seconds of the kernel on one joined tuple: the dense loop (a matrix product of
-        rows against one `shared` tuple at c_gemm_rows where the engine batches them; of
-        tuples `stacked` into one product, at c_gemm), or
+        `rows` against one tuple at c_gemm_rows; of tuples `stacked` into one product, at
+        c_gemm), or
         for a product with one sparse operand, its non-zeros, each visited once and times
         the other operand's own payload (where the engine has such a kernel; else the
         sparse payload is densified)."""
@@ -435,7 +442,7 @@ class CostModel:
         if self.p.c_gemm and stacked:
             per_flop = self.p.c_gemm
         elif self.p.c_gemm and t.product:
-            batched = shared and not choice.sparse and self.p.c_gemm_rows
+            batched = rows and not choice.sparse and self.p.c_gemm_rows
             per_flop = self.p.c_gemm_rows if batched else self.p.c_gemm
         loop = t.cells * (2 if v.is_binary else 1) * per_flop
         if not choice.sparse:

@@ -387,6 +387,31 @@ def test_a_kernel_call_holds_the_rows_the_engine_hands_it():
         assert fits == {1: True, 2048: False}
 
 
+def test_rows_against_one_matrix_are_priced_as_the_engine_runs_them():
+    """Keyed tuples times one matrix tuple: where the engine batches rows, one product per
+    batch (c_gemm_rows, rows and blocks alike); where it calls the kernel per tuple
+    (Spark), a row is a matrix-vector product (c_gemm_rows), a block a matrix product
+    (c_gemm)."""
+    from dataclasses import replace
+    from math import prod
+    from sparse_einsum.sql.spark import SparkNativeDialect
+    rng = np.random.default_rng(4)
+    h, w = rng.normal(size=(4096, 256)), rng.normal(size=(256, 64))
+    with einsum_session("ij,jf->if", h, w, backend=None, dialect=SparkNativeDialect()) as session:
+        ctx = session.optimizer()
+        v = ctx.dag.vertices[0]
+        row, block = (Choice.of({"i": b, "j": 256, "f": 64}) for b in (1, 64))
+        params = replace(ctx.model.p, c_gemm=1e-10, c_gemm_rows=5e-10)
+        for kernel_rows, per_flop in ((1, {row: 5e-10, block: 1e-10}),
+                                      (2048, {row: 5e-10, block: 5e-10})):
+            model = CostModel(ctx.dag, ctx.stats, params, caps=replace(
+                SparkNativeDialect.capabilities, kernel_rows=kernel_rows))
+            for choice, want in per_flop.items():
+                cost, cells = model.vertex(v, choice), prod(choice.sizes.values())
+                assert cost.kernel == pytest.approx(
+                    cost.join_tuples * 2 * cells * want / model.tasks(cost.join_tuples))
+
+
 def test_unspillable_states_are_bounded_by_the_engines_memory_not_the_cap_per_tuple(duck):
     """All groups' aggregate states live at once: without a memory cap given they are
     bounded by the engine's share of its memory limit; a given cap bounds them too."""
