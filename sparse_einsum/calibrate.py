@@ -183,11 +183,14 @@ def _native_seconds_per_flop(db, repeats: int, product: bool, block: int = 1, n:
     strides = ((n, 0, 1), (0, 1, n)) if product else ((n, 1, 0), (0, n, 1))
     spec = KernelSpec("mul", "sum", (block, n, n), 2, strides, (block * n, n * n))
     # the matrix reaches the kernel as compiled plans pass a one-tuple operand: bound once
-    # where the engine does (Spark: a scalar subquery), else joined to every row
+    # where the engine does (Spark: a scalar subquery), else joined to every row, the rows
+    # run as one product where the engine has such a form (PostgreSQL's se_kernel2_rows)
     once = db.dialect.capabilities.constants_once
-    value = db.dialect.kernel(StepBuilder("se_cal", [0]), spec,
-                              ["v.val"] if once else ["v.val", "m.val"], [True, True],
-                              constant=(1, matrix) if once else None)
+    value = (None if once or not product else
+             db.dialect.shared_matrix_kernel(spec, ["v.val", "m.val"])) or \
+        db.dialect.kernel(StepBuilder("se_cal", [0]), spec,
+                          ["v.val"] if once else ["v.val", "m.val"], [True, True],
+                          constant=(1, matrix) if once else None)
     key = db.dialect.q(vectors.column(0))
     joined = "" if once else " CROSS JOIN se_cal_m AS m"
     create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val "
