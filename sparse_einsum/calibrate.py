@@ -186,11 +186,11 @@ def _native_seconds_per_flop(db, repeats: int, product: bool, block: int = 1, n:
     # where the engine does (Spark: a scalar subquery), else joined to every row, the rows
     # run as one product where the engine has such a form (PostgreSQL's se_kernel2_rows)
     once = db.dialect.capabilities.constants_once
-    value = (None if once or not product else
-             db.dialect.shared_matrix_kernel(spec, ["v.val", "m.val"])) or \
-        db.dialect.kernel(StepBuilder("se_cal", [0]), spec,
-                          ["v.val"] if once else ["v.val", "m.val"], [True, True],
-                          constant=(1, matrix) if once else None)
+    shared = db.dialect.shared_matrix_kernel(spec, ["v.val", "m.val"]) \
+        if product and not once else None
+    value = shared or db.dialect.kernel(StepBuilder("se_cal", [0]), spec,
+                                        ["v.val"] if once else ["v.val", "m.val"],
+                                        [True, True], constant=(1, matrix) if once else None)
     key = db.dialect.q(vectors.column(0))
     joined = "" if once else " CROSS JOIN se_cal_m AS m"
     create = db.dialect.create("se_cal_out", f"SELECT v.{key}, {value} AS val "
