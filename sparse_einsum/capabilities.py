@@ -31,3 +31,6 @@ class Capabilities:
     # joined tuples one kernel call receives at most, held in memory together: DuckDB hands
     # its functions vectors of 2048 rows; Spark calls a JVM function once per row
     kernel_rows: int = 2048
+    # element-wise operations over one-tuple arrays chained in one kernel call, one pass
+    # over the arrays (`sql.chains`) instead of a kernel call and an array each
+    fused_chains: bool = False

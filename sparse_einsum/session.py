@@ -491,8 +491,11 @@ class Session:
         compiled = [self.compile(p) for p in ranked]
         statements = [[pretty(s.sql, self.dialect) for s in c.steps if s.sql]
                       for c in compiled] if sql else None
-        pipelined = [{p.vertex: step.vertex or step.label for step in c.steps
-                      for p in step.pipelined if p.vertex} for c in compiled]
+        # computed inside a later statement: streamed into it, or chained into its kernel
+        pipelined = [{name: step.vertex or step.label for step in c.steps
+                      for name in [p.vertex for p in step.pipelined if p.vertex]
+                      + [n for p in (*step.pipelined, step) for n in p.chained]}
+                     for c in compiled]
         kernels = self.dialect.kernels
         if self.backend is not None and self.backend.kernel_detail:
             kernels += f" ({self.backend.kernel_detail})"

@@ -47,9 +47,11 @@ def _data():
 
 
 def _streamed(session: Session, plan: str) -> tuple[set[str], set[str]]:
-    """(vertices pipelined into a later statement, vertices with a table of their own)."""
+    """(vertices computed inside a later statement: pipelined into it or chained into one
+    of its kernel calls, vertices with a table of their own)."""
     steps = session.compile(plan).steps
-    return ({p.vertex for s in steps for p in s.pipelined if p.vertex},
+    return ({p.vertex for s in steps for p in s.pipelined if p.vertex}
+            | {c for s in steps for p in (*s.pipelined, s) for c in p.chained},
             {s.vertex for s in steps if s.vertex})
 
 
@@ -72,10 +74,18 @@ def test_a_chain_of_single_use_intermediates_is_one_statement(backend):
 
 
 def test_an_intermediate_read_twice_stays_a_table(backend):
+    """T is read by U and V: a table, unless U is chained into V's kernel call (plans
+    with T and U one tuple each, `sql.chains`), which then is T's one reader."""
     data = _data()
     data["X"] = data["X"] * 0.3          # exp stays small
-    for pipelined, stored in _check(SHARED, {k: data[k] for k in ("A", "X")}, backend, "V"):
-        assert "T" in stored and "T" not in pipelined and "U" in pipelined
+    program = load_program(SHARED)
+    with Session(program, {k: data[k] for k in ("A", "X")}, backend=backend,
+                 paths="opt_einsum") as session:
+        chained = [any("U" in s.chained for s in session.compile(plan).steps) for plan in PLANS]
+    assert any(chained) == backend.dialect.capabilities.fused_chains
+    for (pipelined, stored), in_chain in zip(
+            _check(SHARED, {k: data[k] for k in ("A", "X")}, backend, "V"), chained):
+        assert "U" in pipelined and ("T" in pipelined if in_chain else "T" in stored)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -116,11 +126,11 @@ def test_explain_says_what_is_pipelined(duck):
         in text
 
 
-def _pipeline_depth(backend, monkeypatch, depth: int) -> None:
+def _pipeline_depth(backend, monkeypatch, depth: int, **capabilities) -> None:
     """The backend's dialect streams at most `depth` intermediates into one statement."""
     dialect = type(backend.dialect)
     monkeypatch.setattr(dialect, "capabilities",
-                        replace(dialect.capabilities, pipeline_depth=depth))
+                        replace(dialect.capabilities, pipeline_depth=depth, **capabilities))
 
 
 def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
@@ -137,7 +147,7 @@ def test_a_long_chain_keeps_a_table_every_pipeline_depth(duck, monkeypatch):
 def test_engines_without_pipelining_keep_every_table(duck, monkeypatch):
     """A dialect with `pipeline_depth = 0` stores every intermediate, and its cost model
     charges every write."""
-    _pipeline_depth(duck, monkeypatch, 0)
+    _pipeline_depth(duck, monkeypatch, 0, fused_chains=False)
     for pipelined, stored in _check(CHAIN, _data(), duck, "S"):
         assert not pipelined and stored == {"P", "Q", "R", "S"}
     with Session(CHAIN, _data(), backend=duck) as session:
@@ -279,9 +289,13 @@ def test_one_tuple_operands_that_may_be_absent(backend, absent):
     data = {name: sp.csr_matrix(np.zeros((4, 3)) if absent in (name, "both") else value)
             for name, value in dense.items()}
     expected = evaluate(load_program(program), data)["D"]
+    capabilities = backend.dialect.capabilities
     with Session(program, data, backend=backend) as session:
         sql = " ".join(s.sql for s in session.compile("dense").steps)
-        assert ("FULL JOIN" in sql) == backend.dialect.full_join_on_true
+        if capabilities.fused_chains:        # one kernel call (tests/test_chains.py)
+            assert sql.count("se_fused(") == 1
+        else:
+            assert ("FULL JOIN" in sql) == backend.dialect.full_join_on_true
         got = session.run("dense").outputs["D"]
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -22,6 +22,18 @@ only the C kernels read the mark. A packed input whose absent entries are not 0 
 default of its tensor: inf in a min-plus product) gives it before its strides,
 ``~FILL:S0,S1,...``.
 
+A fused spec evaluates a chain of element-wise operations over whole arrays of N
+elements in one pass (`FusedSpec`; DuckDB's ``se_fused``):
+
+    fused;N;L0,L1,...;TOKEN,TOKEN,...
+
+L_k is the length of input k (N, or 1 for a scalar taken for every element). The
+tokens are postfix: ``$k`` pushes input k; ``OP[:C]@R`` applies an operation to the
+values on top of the stack and says when its result is present, as the statement it
+stands for would have a tuple: R is ``j`` (every operand present), ``f`` (always) or
+``u`` followed by the operand positions any of which decides (``u01``). An absent input
+(NULL) or result is all zeros.
+
 A gather spec moves sub-tensors for repartitioning (``take`` cuts the sub-tensor
 at position POS out of a value; ``stack`` scatters sub-tensors into a bigger one):
 
@@ -87,6 +99,17 @@ def is_matrix_product(spec: KernelSpec) -> bool:
     reduced = zip(spec.dims[spec.n_out:], *(s[spec.n_out:] for s in spec.strides))
     return (spec.op == "mul" and spec.agg == "sum" and spec.arity == 2 and spec.n_out > 0
             and not any(spec.packed) and any(d > 1 and a and b for d, a, b in reduced))
+
+
+@dataclass(frozen=True)
+class FusedSpec:
+    n: int                         # elements of every array of the chain
+    leaf_sizes: tuple[int, ...]    # per input: n, or 1 for a scalar
+    tokens: tuple[str, ...]        # postfix: $k, or OP[:C]@RULE (see the module docstring)
+
+    @property
+    def text(self) -> str:
+        return ";".join(["fused", str(self.n), _ints(self.leaf_sizes), ",".join(self.tokens)])
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
-from ..kernels.spec import KernelSpec
+from ..kernels.spec import FusedSpec, KernelSpec
 from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
+from .chains import chained
 from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
@@ -101,6 +102,9 @@ class Compiler:
         self._kernels = [0]
         # products passed through with a scalar factor beside them (`sql.factor`)
         self.factors = scalar_factors(dag, plan, nonfinite)
+        # element-wise vertices computed inside their reader's kernel call (`sql.chains`)
+        self.chained = chained(dag, plan, set(self.factors)) \
+            if dialect.capabilities.fused_chains else set()
 
     # -- relations ----------------------------------------------------------
     def _new_rel(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
@@ -135,15 +139,80 @@ class Compiler:
         for tensor, rel in self.stored.items():
             self.relations[(tensor, rel.tiling, rel.sparse)] = rel
         for v in self.dag.vertices:
-            inputs = [self.relation(o.tensor, self.plan.operand_tiling(v, o),
-                                    self.plan.operand_sparse(v, k))
-                      for k, o in enumerate(v.operands)]
+            if v.name in self.chained:
+                continue
+            chain = self._chain(v) if any(o.tensor in self.chained for o in v.operands) \
+                else None
+            inputs = chain.inputs if chain else [
+                self.relation(o.tensor, self.plan.operand_tiling(v, o),
+                              self.plan.operand_sparse(v, k)) for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
-            self._add(out, self._vertex_query(v, inputs, out, builder), builder, inputs,
-                      self.plan.uclc(self.dag, v), v.name)
+            query = self._chain_query(v, chain) if chain else \
+                self._vertex_query(v, inputs, out, builder)
+            self._add(out, query, builder, inputs, self.plan.uclc(self.dag, v), v.name,
+                      chain.vertices if chain else ())
             self.relations[(v.name, out.tiling, False)] = out
         return self.steps
+
+    def _chain(self, v: Vertex) -> Chain:
+        """The chain of element-wise vertices ending at `v` (`sql.chains`): its inputs, the
+        fused spec's tokens, and when its result has a tuple (`chain_presence`)."""
+        inputs: dict[str, TableRelation] = {}
+        tokens: list[str] = []
+        inside: list[str] = []
+
+        def visit(u: Vertex) -> Presence:
+            present: list[Presence] = []
+            for o in u.operands:
+                if o.tensor in self.chained:
+                    inside.append(o.tensor)
+                    present.append(visit(self.dag.vertex(o.tensor)))
+                    continue
+                if o.tensor not in inputs:
+                    inputs[o.tensor] = self.relation(o.tensor, self.plan.operand_tiling(u, o))
+                k = list(inputs).index(o.tensor)
+                tokens.append(f"${k}")
+                present.append(frozenset({frozenset({k})}))
+            kind, spread = self._domain_kind(u)
+            rule = {"full": "f", "join": "j"}.get(kind) or "u" + "".join(map(str, spread))
+            tokens.append(f"{u.op}@{rule}")
+            return chain_presence(kind, [present[k] for k in spread] if spread else present)
+
+        present = visit(v)
+        return Chain(list(inputs.values()), tuple(tokens), present, tuple(inside))
+
+    def _chain_query(self, v: Vertex, chain: Chain) -> str:
+        """The SELECT of a chain: one kernel call over its inputs, joined so that its tuple
+        exists where the chain's presence says."""
+        n = prod(self.dag.shapes[v.name])
+        spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs),
+                         chain.tokens)
+        value = self.d.fused(spec, [f"u{k}.val" for k in range(len(chain.inputs))])
+        return f"SELECT {value} AS val FROM {self._chain_from(chain.inputs, chain.present)}"
+
+    def _chain_from(self, rels: list[TableRelation], present: Presence) -> str:
+        """The one-tuple inputs of a chain, joined so that a tuple exists where `present`
+        says: the inputs one clause needs inner joined, those any of which will do full
+        joined, the others left joined (a condition on the inputs' values instead would be
+        pushed into the joins below, computing those values twice)."""
+        q = self.d.q
+        clauses = sorted(sorted(c) for c in present) if present else []
+        if len(clauses) == 1:
+            needed, mode = clauses[0], "JOIN"
+        elif clauses and all(len(c) == 1 for c in clauses) and self.d.full_join_on_true:
+            needed, mode = [c[0] for c in clauses], "FULL JOIN"
+        else:
+            needed, mode = [], ""
+        frm = (f"{q(rels[needed[0]].table)} AS u{needed[0]}" if needed
+               else "(SELECT 1 AS one) AS dom")
+        frm += "".join(f" {mode} {q(rels[k].table)} AS u{k} ON TRUE" for k in needed[1:])
+        frm += "".join(f" LEFT JOIN {q(rel.table)} AS u{k} ON TRUE"
+                       for k, rel in enumerate(rels) if k not in needed)
+        if clauses and not needed:
+            frm += " WHERE " + " OR ".join(
+                "(" + " AND ".join(f"u{k}.val IS NOT NULL" for k in c) + ")" for c in clauses)
+        return frm
 
     def _sparsify(self, rel: TableRelation) -> TableRelation:
         """The relation with its payloads packed sparse."""
@@ -157,11 +226,11 @@ class Compiler:
         return out
 
     def _add(self, out: TableRelation, query: str, b: StepBuilder, reads: list[TableRelation],
-             label: str, vertex: str | None = None) -> None:
+             label: str, vertex: str | None = None, chained: tuple[str, ...] = ()) -> None:
         """The step storing the rows of `query`, which reads the relations `reads` (in its
         text or as kernel constants), in `out`'s table."""
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
-                               b.kernels, label, vertex, query,
+                               b.kernels, label, vertex, query, chained=chained,
                                reads=frozenset(rel.table for rel in reads),
                                generates_rows=b.generates_rows,
                                one_tuple=not (b.generates_rows or out.keyed
@@ -456,6 +525,34 @@ class Compiler:
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
         labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
         return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"
+
+
+# when a chain's result has a tuple: any one of the clauses holds, each a set of inputs
+# that all have theirs (None: always)
+Presence = frozenset[frozenset[int]] | None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain of element-wise vertices computed in one kernel call (`sql.chains`)."""
+    inputs: list[TableRelation]
+    tokens: tuple[str, ...]                  # the fused spec's, over `inputs` in order
+    present: Presence
+    vertices: tuple[str, ...]                # the vertices inside it, before its last
+
+
+def chain_presence(kind: str, deciding: list[Presence]) -> Presence:
+    """The presence of an element-wise vertex's result from its deciding operands': all
+    of them (a ``join``), any one (a ``union``) or none needed (``full``)."""
+    if kind == "full" or (kind == "union" and None in deciding):
+        return None
+    if kind == "union":
+        return frozenset().union(*deciding)
+    clauses = [frozenset()]
+    for p in deciding:
+        if p is not None:
+            clauses = [c | d for c in clauses for d in p]
+    return frozenset(clauses) if clauses != [frozenset()] else None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import ClassVar, NamedTuple
 from ..capabilities import Capabilities
 from ..errors import PlanError
 from ..kernels.build import row_major_strides
-from ..kernels.spec import GatherSpec, KernelSpec
+from ..kernels.spec import FusedSpec, GatherSpec, KernelSpec
 from ..program.ops import render_sql
 from .steps import StepBuilder, TableRelation
 
@@ -170,6 +170,12 @@ class Dialect:
         """The kernel's SQL on `args` (`lists`: which are arrays) and on the `constant`
         operand bound once, if any; `sparse`: which operands (every position of the spec)
         hold packed sparse payloads."""
+        raise NotImplementedError
+
+    def fused(self, spec: FusedSpec, args: list[str]) -> str:
+        """A chain of element-wise operations in one kernel call (dialects whose
+        capabilities have `fused_chains`); `args`: the chain's inputs, arrays or scalars,
+        NULL where absent."""
         raise NotImplementedError
 
     def sparsify(self, step: StepBuilder, value: str) -> str:

@@ -81,6 +81,8 @@ class Step:
     # single-use intermediates computed inside this statement (common table expressions,
     # in order) instead of in tables of their own; see `sql.pipeline`
     pipelined: tuple["Step", ...] = ()
+    # element-wise vertices computed inside this step's kernel call (`sql.chains`)
+    chained: tuple[str, ...] = ()
     # the tables it reads: in its statement (also those that what is pipelined into it
     # reads) or as its kernels' constants
     reads: frozenset[str] = frozenset()

@@ -1009,3 +1009,189 @@ se_pack(const double *x, int64_t n, int64_t nnz, double *out)
 			j++;
 		}
 }
+
+/* ---------------------------------------------------------------- fused element-wise chains */
+
+#define FUSED_CHUNK 128			/* elements of each intermediate held at once */
+
+static const double fused_zero = 0.0;
+
+/* The operation token `tok` (OP[:C]@R) into token t of fs. */
+static bool
+parse_fused_op(char *tok, se_fspec *fs, int t, char *err)
+{
+	char	   *at = strchr(tok, '@'), *colon;
+	int			op = -1, arity;
+
+	if (at == NULL)
+		return fail(err, "operation \"%s\" has no @RULE", tok);
+	*at++ = '\0';
+	colon = strchr(tok, ':');
+	if (colon)
+		*colon = '\0';
+	for (int i = 0; i < N_OPS; i++)
+		if (strcmp(tok, op_names[i]) == 0)
+			op = i;
+	if (op < 0)
+		return fail(err, "unknown operator \"%s\"", tok);
+	if ((op >= SE_FIRST_CONST) != (colon != NULL))
+		return colon ? fail(err, "\"%s\" takes no constant", tok)
+			: fail(err, "\"%s\" needs a constant (%s:C)", tok, tok);
+	if (colon)
+	{
+		char	   *end;
+
+		fs->c[t] = strtod(colon + 1, &end);
+		if (end == colon + 1 || *end != '\0')
+			return fail(err, "bad constant \"%s\"", colon + 1);
+	}
+	fs->op[t] = op;
+	arity = op < SE_N_BINARY ? 2 : 1;
+	fs->rule[t] = at[0];
+	if ((at[0] == 'j' || at[0] == 'f') && at[1] == '\0')
+		return true;
+	if (at[0] != 'u' || at[1] == '\0')
+		return fail(err, "bad rule \"%s\" (j, f or u with operand positions)", at);
+	for (const char *p = at + 1; *p; p++)
+	{
+		if (*p < '0' || *p >= '0' + arity)
+			return fail(err, "bad rule \"%s\" for \"%s\" of %d operand(s)", at, tok, arity);
+		fs->decides[t] |= (unsigned char) (1u << (*p - '0'));
+	}
+	return true;
+}
+
+bool
+se_parse_fspec(const char *spec, size_t len, se_fspec *fs, char *err)
+{
+	char		buf[SPEC_MAXLEN];
+	char	   *f[5], *tok;
+	int64_t		n[SE_MAXDIMS];
+	int			depth = 0;
+
+	memset(fs, 0, sizeof(*fs));
+	err[0] = '\0';
+	if (!copy_spec(spec, len, buf, err))
+		return false;
+	if (split_fields(buf, f, 4) != 4 || strcmp(f[0], "fused") != 0)
+		return fail(err, "expected fused;N;LEAF_SIZES;TOKENS");
+	if (parse_ints(f[1], n, "N", err) != 1)
+		return err[0] ? false : fail(err, "N must be one integer");
+	fs->n = n[0];
+	fs->nleaves = parse_ints(f[2], fs->leaf_size, "LEAF_SIZES", err);
+	if (fs->nleaves < 0)
+		return false;
+	for (int k = 0; k < fs->nleaves; k++)
+		if (fs->leaf_size[k] != fs->n && fs->leaf_size[k] != 1)
+			return fail(err, "leaf %d has %lld elements, not N (%lld) or 1", k,
+						(long long) fs->leaf_size[k], (long long) fs->n);
+	for (tok = f[3]; tok != NULL;)
+	{
+		char	   *next = strchr(tok, ',');
+		int			t = fs->ntok++;
+
+		if (next)
+			*next++ = '\0';
+		if (t == SE_FUSED_MAX)
+			return fail(err, "more than %d tokens", SE_FUSED_MAX);
+		fs->leaf[t] = -1;
+		if (tok[0] == '$')
+		{
+			char	   *end;
+			long		k = strtol(tok + 1, &end, 10);
+
+			if (end == tok + 1 || *end != '\0' || k < 0 || k >= fs->nleaves)
+				return fail(err, "bad leaf \"%s\" (of %d)", tok, fs->nleaves);
+			fs->leaf[t] = (int) k;
+			if (++depth > fs->depth)
+				fs->depth = depth;
+		}
+		else
+		{
+			int			arity;
+
+			if (!parse_fused_op(tok, fs, t, err))
+				return false;
+			arity = fs->op[t] < SE_N_BINARY ? 2 : 1;
+			if (depth < arity)
+				return fail(err, "\"%s\" needs %d operand(s), the stack holds %d",
+							op_names[fs->op[t]], arity, depth);
+			depth -= arity - 1;
+		}
+		tok = next;
+	}
+	if (depth != 1 || fs->leaf[fs->ntok - 1] >= 0)
+		return fail(err, "the tokens must end in an operation leaving one value (they leave %d)",
+					depth);
+	return true;
+}
+
+bool
+se_run_fused(const se_fspec *fs, const double *const *leaves, double *out)
+{
+	bool		present[SE_FUSED_MAX], stack[SE_FUSED_MAX];
+	double		buf[SE_FUSED_MAX][FUSED_CHUNK];
+	int			sp = 0;
+
+	/* which results are present: a missing one-tuple relation reads as zeros */
+	for (int t = 0; t < fs->ntok; t++)
+	{
+		int			arity;
+
+		if (fs->leaf[t] >= 0)
+		{
+			present[t] = stack[sp++] = leaves[fs->leaf[t]] != NULL;
+			continue;
+		}
+		arity = fs->op[t] < SE_N_BINARY ? 2 : 1;
+		sp -= arity;
+		if (fs->rule[t] == 'f')
+			present[t] = true;
+		else if (fs->rule[t] == 'j')
+			present[t] = stack[sp] && (arity == 1 || stack[sp + 1]);
+		else
+			present[t] = ((fs->decides[t] & 1) && stack[sp]) ||
+				((fs->decides[t] & 2) && stack[sp + 1]);
+		stack[sp++] = present[t];
+	}
+	if (!present[fs->ntok - 1])
+		return false;
+	for (int64_t lo = 0; lo < fs->n; lo += FUSED_CHUNK)
+	{
+		const int64_t m = fs->n - lo < FUSED_CHUNK ? fs->n - lo : FUSED_CHUNK;
+		const double *ptr[SE_FUSED_MAX];
+		int64_t		st[SE_FUSED_MAX];
+
+		sp = 0;
+		for (int t = 0; t < fs->ntok; t++)
+		{
+			const double *x;
+			int			arity;
+
+			if (fs->leaf[t] >= 0)
+			{
+				x = leaves[fs->leaf[t]];
+				ptr[sp] = x == NULL ? &fused_zero : fs->leaf_size[fs->leaf[t]] == 1 ? x : x + lo;
+				st[sp++] = x != NULL && fs->leaf_size[fs->leaf[t]] != 1;
+				continue;
+			}
+			arity = fs->op[t] < SE_N_BINARY ? 2 : 1;
+			sp -= arity;
+			if (!present[t])
+			{
+				ptr[sp] = &fused_zero;
+				st[sp++] = 0;
+				continue;
+			}
+			{
+				double	   *dst = t == fs->ntok - 1 ? out + lo : buf[sp];
+
+				map_tab[fs->op[t]] (dst, ptr[sp], st[sp], arity == 2 ? ptr[sp + 1] : &fused_zero,
+									arity == 2 ? st[sp + 1] : 0, m, fs->c[t]);
+				ptr[sp] = dst;
+				st[sp++] = 1;
+			}
+		}
+	}
+	return true;
+}

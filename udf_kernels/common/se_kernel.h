@@ -7,6 +7,7 @@
  *
  *   kernel spec  OP;AGG;N_OUT;D0,D1,...;[~]SA0,SA1,...[;[~]SB0,SB1,...]
  *   gather spec  SIZE;DN0,...;SN0,...;DS0,...;SS0,...
+ *   fused spec   fused;N;L0,L1,...;TOKEN,TOKEN,...
  *
  * A stride list marked ~ is an input given as a packed sparse payload: the flat offsets
  * of its stored entries within the dense payload the strides describe (ascending), then
@@ -95,6 +96,35 @@ typedef struct se_gspec
 	int			nn, ns;
 	int64_t		dn[SE_MAXDIMS], sn[SE_MAXDIMS], ds[SE_MAXDIMS], ss[SE_MAXDIMS];
 } se_gspec;
+
+/*
+ * A chain of element-wise operations over arrays of N elements, evaluated in one pass
+ * (sparse_einsum/kernels/spec.py, FusedSpec). Leaf k holds L_k elements: N, or 1 for a
+ * scalar broadcast to every element. The tokens are postfix: $k pushes leaf k, OP[:C]@R
+ * applies an operation to the values on top (two for a binary one) and says when its
+ * result is present: R is j (every operand present), f (always) or u followed by the
+ * operand positions any one of which decides (u01, u0, u1). An absent leaf (a NULL
+ * argument) or result is all zeros, as a missing one-tuple relation is.
+ */
+#define SE_FUSED_MAX 64
+
+typedef struct se_fspec
+{
+	int64_t		n;
+	int			nleaves, ntok, depth;
+	int64_t		leaf_size[SE_MAXDIMS];
+	int			leaf[SE_FUSED_MAX];	/* the leaf a token pushes, -1 for an operation */
+	int			op[SE_FUSED_MAX];
+	double		c[SE_FUSED_MAX];
+	char		rule[SE_FUSED_MAX];	/* 'j', 'f' or 'u' */
+	unsigned char decides[SE_FUSED_MAX];	/* under 'u': bit k for operand k */
+} se_fspec;
+
+bool		se_parse_fspec(const char *spec, size_t len, se_fspec *fs, char *err);
+
+/* out = the chain over `leaves` (NULL: absent); false, out untouched, when the result is
+ * absent. */
+bool		se_run_fused(const se_fspec *fs, const double *const *leaves, double *out);
 
 /* Parse a kernel spec of `len` bytes; false with a message in err on a bad spec. */
 bool		se_parse_kspec(const char *spec, size_t len, se_kspec *ks, char *err);

@@ -7,6 +7,9 @@
  *                                                 DOUBLE[][] (NULL pieces when all +0.0)
  *   se_densify(packed, size), se_sparsify(v)      a packed sparse payload as a dense one
  *                                                 of size elements, and back
+ *   se_fused(fspec, a, b, ...)                    a chain of element-wise operations over
+ *                                                 DOUBLE[] and DOUBLE leaves, in one pass
+ *                                                 (NULL when the chain's result is absent)
  *
  * a and b are DOUBLE[] or DOUBLE (a one-element input). The spec is parsed once per
  * chunk. A matrix product runs with BLAS where the build links it (../common/se_blas.c),
@@ -691,6 +694,89 @@ sparsify_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vec
 	se_list_done(output, base + total);
 }
 
+/* ---------------------------------------------------------------- se_fused */
+
+static void
+fused_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output)
+{
+	idx_t		n = duckdb_data_chunk_get_size(input),
+				nargs = duckdb_data_chunk_get_column_count(input) - 1;
+	duckdb_list_entry *entries = (duckdb_list_entry *) duckdb_vector_get_data(output);
+	se_arg		args[SE_MAXDIMS];
+	bool		untyped[SE_MAXDIMS];	/* a NULL literal: absent in every row */
+	se_fspec	fs;
+	char		err[SE_ERRLEN];
+
+	if (nargs > SE_MAXDIMS)
+		FAIL(info, "se_fused: %llu inputs, at most %d", (unsigned long long) nargs, SE_MAXDIMS);
+	for (idx_t k = 0; k < nargs; k++)
+	{
+		duckdb_logical_type t = duckdb_vector_get_column_type(duckdb_data_chunk_get_vector(input, 1 + k));
+		duckdb_type id = duckdb_get_type_id(t), elem = id;
+
+		if (id == DUCKDB_TYPE_LIST)
+		{
+			duckdb_logical_type child = duckdb_list_type_child_type(t);
+
+			elem = duckdb_get_type_id(child);
+			duckdb_destroy_logical_type(&child);
+		}
+		duckdb_destroy_logical_type(&t);
+		if (elem != DUCKDB_TYPE_DOUBLE && elem != DUCKDB_TYPE_SQLNULL)
+			FAIL(info, "se_fused: input %llu is neither DOUBLE[] nor DOUBLE", (unsigned long long) k);
+		if (!(untyped[k] = elem == DUCKDB_TYPE_SQLNULL))
+			se_arg_init(&args[k], input, 1 + k, id == DUCKDB_TYPE_LIST);
+	}
+	for (idx_t row = 0; row < n; row++)
+	{
+		const double *leaves[SE_MAXDIMS];
+		const char *text;
+		uint32_t	len;
+		idx_t		base;
+		double	   *data;
+
+		se_text(input, 0, row, &text, &len);
+		entries[row].length = 0;
+		if (text == NULL)
+		{
+			set_null(output, row);
+			continue;
+		}
+		if (!se_parse_fspec(text, len, &fs, err))
+			FAIL(info, "se_fused: invalid spec \"%.*s\": %s", (int) len, text, err);
+		if ((idx_t) fs.nleaves != nargs)
+			FAIL(info, "se_fused: spec \"%.*s\" reads %d inputs, given %llu", (int) len, text,
+				 fs.nleaves, (unsigned long long) nargs);
+		for (idx_t k = 0; k < nargs; k++)
+		{
+			int64_t		m;
+			bool		bad = false;
+
+			if (untyped[k] || !se_arg_row(&args[k], row, &leaves[k], &m, &bad))
+				leaves[k] = NULL;	/* absent: zeros */
+			else if (bad)
+				FAIL(info, "se_fused: input %llu contains NULL elements", (unsigned long long) k);
+			else if (m != fs.leaf_size[k])
+				FAIL(info, "se_fused: input %llu has %lld elements but spec \"%.*s\" reads %lld",
+					 (unsigned long long) k, (long long) m, (int) len, text,
+					 (long long) fs.leaf_size[k]);
+		}
+		if ((data = se_list_reserve(output, (idx_t) fs.n, &base)) == NULL)
+			FAIL(info, "se_fused: cannot allocate %lld result elements", (long long) fs.n);
+		entries[row].offset = base;
+		if (se_run_fused(&fs, leaves, data))
+		{
+			entries[row].length = (idx_t) fs.n;
+			se_list_done(output, base + (idx_t) fs.n);
+		}
+		else
+		{
+			set_null(output, row);
+			se_list_done(output, base);
+		}
+	}
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static const kernel_info KERNELS[] = {
@@ -783,6 +869,17 @@ se_register_kernels(duckdb_connection con)
 			ok = ok && duckdb_register_scalar_function(con, f[i]) == DuckDBSuccess;
 			duckdb_destroy_scalar_function(&f[i]);
 		}
+	}
+	{
+		duckdb_scalar_function f = new_function("se_fused", DUCKDB_TYPE_VARCHAR, NULL, 0,
+												DUCKDB_TYPE_INVALID, true, fused_function, NULL);
+		duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
+
+		duckdb_scalar_function_set_varargs(f, any);
+		duckdb_scalar_function_set_special_handling(f);		/* absent leaves are zeros */
+		duckdb_destroy_logical_type(&any);
+		ok = ok && duckdb_register_scalar_function(con, f) == DuckDBSuccess;
+		duckdb_destroy_scalar_function(&f);
 	}
 	return ok;
 }

@@ -54,20 +54,10 @@ FROM "g_1_t4"
 HAVING
   COUNT(*) > 0;
 
--- P~1[i] = exp(M[i])
 -- T[] = exp(M[i])
 -- P[i] = P~1[i] / T[]
-CREATE TEMPORARY TABLE "g_1_t8" AS
-WITH "g_1_t7" AS (
-  SELECT
-    SE_KERNEL1('exp;sum;1;6;1', u0.val) AS val
-  FROM (
-    SELECT
-      1 AS one
-  ) AS dom
-  LEFT JOIN "g_1_t5" AS u0
-    ON TRUE
-), "g_1_t6" AS (
+CREATE TEMPORARY TABLE "g_1_t7" AS
+WITH "g_1_t6" AS (
   SELECT
     SE_VALUE1('exp;sum;0;6;1', u0.val) AS val
   FROM (
@@ -78,12 +68,12 @@ WITH "g_1_t7" AS (
     ON TRUE
 )
 SELECT
-  SE_KERNEL2('div;sum;1;6;1;0', u0.val, COALESCE(u1.val, CAST(0.0 AS DOUBLE))) AS val
+  SE_FUSED('fused;6;6,1;$0,exp@f,$1,div@f', u0.val, u1.val) AS val
 FROM (
   SELECT
     1 AS one
 ) AS dom
-LEFT JOIN "g_1_t7" AS u0
+LEFT JOIN "g_1_t5" AS u0
   ON TRUE
 LEFT JOIN "g_1_t6" AS u1
   ON TRUE;
