@@ -11,8 +11,12 @@ has a tuple (`Compiler._domain_kind`), so absent operands give what the statemen
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..plan import Plan
 from ..program.dag import Dag, Vertex
+from .dialect import Dialect
+from .steps import TableRelation
 
 MAX_INPUTS = 32           # the C kernel's limits (SE_MAXDIMS inputs, SE_FUSED_MAX tokens)
 MAX_TOKENS = 64
@@ -51,3 +55,54 @@ def chained(dag: Dag, plan: Plan, factored: set[str]) -> set[str]:
                 count, reads = count + 1, reads | {o.tensor}
         tokens[v.name], inputs[v.name] = count, reads
     return inside
+
+
+# when a chain's result has a tuple: any one of the clauses holds, each a set of inputs
+# that all have theirs (None: always)
+Presence = frozenset[frozenset[int]] | None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain of element-wise vertices computed in one kernel call."""
+    inputs: list[TableRelation]
+    tokens: tuple[str, ...]                  # the fused spec's, over `inputs` in order
+    present: Presence
+    vertices: tuple[str, ...]                # the vertices inside it, before its last
+
+
+def presence(kind: str, deciding: list[Presence]) -> Presence:
+    """The presence of an element-wise vertex's result from its deciding operands': all
+    of them (a ``join``), any one (a ``union``) or none needed (``full``)."""
+    if kind == "full" or (kind == "union" and None in deciding):
+        return None
+    if kind == "union":
+        return frozenset().union(*deciding)
+    clauses = [frozenset()]
+    for p in deciding:
+        if p is not None:
+            clauses = [c | d for c in clauses for d in p]
+    return frozenset(clauses) if clauses != [frozenset()] else None
+
+
+def joined_inputs(chain: Chain, d: Dialect) -> str:
+    """The FROM clause of a chain's one-tuple inputs, joined so that a tuple exists where
+    its presence says: the inputs of its one clause inner joined, or those any of which
+    will do full joined, the others left joined (a condition on the inputs' values
+    instead would be pushed into the joins below, computing those values twice)."""
+    q, rels = d.q, chain.inputs
+    clauses = sorted(sorted(c) for c in chain.present) if chain.present else []
+    if len(clauses) == 1:
+        needed, mode = clauses[0], "JOIN"
+    elif clauses and all(len(c) == 1 for c in clauses) and d.full_join_on_true:
+        needed, mode = [c[0] for c in clauses], "FULL JOIN"
+    else:
+        needed, mode = [], ""
+    frm = f"{q(rels[needed[0]].table)} AS u{needed[0]}" if needed else "(SELECT 1 AS one) AS dom"
+    frm += "".join(f" {mode} {q(rels[k].table)} AS u{k} ON TRUE" for k in needed[1:])
+    frm += "".join(f" LEFT JOIN {q(rel.table)} AS u{k} ON TRUE"
+                   for k, rel in enumerate(rels) if k not in needed)
+    if clauses and not needed:
+        frm += " WHERE " + " OR ".join(
+            "(" + " AND ".join(f"u{k}.val IS NOT NULL" for k in c) + ")" for c in clauses)
+    return frm

@@ -16,7 +16,7 @@ from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
-from .chains import chained
+from .chains import Chain, Presence, chained, joined_inputs, presence
 from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
@@ -157,7 +157,7 @@ class Compiler:
 
     def _chain(self, v: Vertex) -> Chain:
         """The chain of element-wise vertices ending at `v` (`sql.chains`): its inputs, the
-        fused spec's tokens, and when its result has a tuple (`chain_presence`)."""
+        fused spec's tokens, and when its result has a tuple (`chains.presence`)."""
         inputs: dict[str, TableRelation] = {}
         tokens: list[str] = []
         inside: list[str] = []
@@ -177,7 +177,7 @@ class Compiler:
             kind, spread = self._domain_kind(u)
             rule = {"full": "f", "join": "j"}.get(kind) or "u" + "".join(map(str, spread))
             tokens.append(f"{u.op}@{rule}")
-            return chain_presence(kind, [present[k] for k in spread] if spread else present)
+            return presence(kind, [present[k] for k in spread] if spread else present)
 
         present = visit(v)
         return Chain(list(inputs.values()), tuple(tokens), present, tuple(inside))
@@ -189,30 +189,7 @@ class Compiler:
         spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs),
                          chain.tokens)
         value = self.d.fused(spec, [f"u{k}.val" for k in range(len(chain.inputs))])
-        return f"SELECT {value} AS val FROM {self._chain_from(chain.inputs, chain.present)}"
-
-    def _chain_from(self, rels: list[TableRelation], present: Presence) -> str:
-        """The one-tuple inputs of a chain, joined so that a tuple exists where `present`
-        says: the inputs one clause needs inner joined, those any of which will do full
-        joined, the others left joined (a condition on the inputs' values instead would be
-        pushed into the joins below, computing those values twice)."""
-        q = self.d.q
-        clauses = sorted(sorted(c) for c in present) if present else []
-        if len(clauses) == 1:
-            needed, mode = clauses[0], "JOIN"
-        elif clauses and all(len(c) == 1 for c in clauses) and self.d.full_join_on_true:
-            needed, mode = [c[0] for c in clauses], "FULL JOIN"
-        else:
-            needed, mode = [], ""
-        frm = (f"{q(rels[needed[0]].table)} AS u{needed[0]}" if needed
-               else "(SELECT 1 AS one) AS dom")
-        frm += "".join(f" {mode} {q(rels[k].table)} AS u{k} ON TRUE" for k in needed[1:])
-        frm += "".join(f" LEFT JOIN {q(rel.table)} AS u{k} ON TRUE"
-                       for k, rel in enumerate(rels) if k not in needed)
-        if clauses and not needed:
-            frm += " WHERE " + " OR ".join(
-                "(" + " AND ".join(f"u{k}.val IS NOT NULL" for k in c) + ")" for c in clauses)
-        return frm
+        return f"SELECT {value} AS val FROM {joined_inputs(chain, self.d)}"
 
     def _sparsify(self, rel: TableRelation) -> TableRelation:
         """The relation with its payloads packed sparse."""
@@ -525,34 +502,6 @@ class Compiler:
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
         labels, shape = self.dag.labels_of(tensor), self.dag.shapes[tensor]
         return f"{tensor}[{','.join(render(l, b, n) for l, b, n in zip(labels, tiling, shape))}]"
-
-
-# when a chain's result has a tuple: any one of the clauses holds, each a set of inputs
-# that all have theirs (None: always)
-Presence = frozenset[frozenset[int]] | None
-
-
-@dataclass(frozen=True)
-class Chain:
-    """A chain of element-wise vertices computed in one kernel call (`sql.chains`)."""
-    inputs: list[TableRelation]
-    tokens: tuple[str, ...]                  # the fused spec's, over `inputs` in order
-    present: Presence
-    vertices: tuple[str, ...]                # the vertices inside it, before its last
-
-
-def chain_presence(kind: str, deciding: list[Presence]) -> Presence:
-    """The presence of an element-wise vertex's result from its deciding operands': all
-    of them (a ``join``), any one (a ``union``) or none needed (``full``)."""
-    if kind == "full" or (kind == "union" and None in deciding):
-        return None
-    if kind == "union":
-        return frozenset().union(*deciding)
-    clauses = [frozenset()]
-    for p in deciding:
-        if p is not None:
-            clauses = [c | d for c in clauses for d in p]
-    return frozenset(clauses) if clauses != [frozenset()] else None
 
 
 @dataclass
