@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparse_einsum.kernels.spec import KernelSpec
+from sparse_einsum.program.ops import BINARY, split_code
 
 # ---------------------------------------------------------------- NumPy reference of the spec text
 
@@ -264,3 +265,42 @@ def bad_offset(payload: np.ndarray, size: int) -> np.ndarray:
     bad = payload.copy()
     bad[len(payload) // 2 - 5] = float(size)
     return bad
+
+
+def fused_reference(text: str, leaves: list) -> np.ndarray | None:
+    """A NumPy reading of a fused spec: each operation over its operands (an absent one
+    zeros), its result absent by its rule."""
+    _, n, _, tokens = text.split(";")
+    stack = []
+    for token in tokens.split(","):
+        if token.startswith("$"):
+            value = leaves[int(token[1:])]
+            stack.append((value is not None, np.zeros(int(n)) if value is None
+                          else np.broadcast_to(np.asarray(value, float), int(n))))
+            continue
+        code, rule = token.split("@")
+        op, c = split_code(code)
+        args = [stack.pop() for _ in range(2 if op.kind == BINARY else 1)][::-1]
+        present = (True if rule == "f" else all(p for p, _ in args) if rule == "j"
+                   else any(args[int(k)][0] for k in rule[1:]))
+        with np.errstate(all="ignore"):
+            value = op.numpy(*(v for _, v in args), *(() if c is None else (c,)))
+        stack.append((present, value if present else np.zeros(int(n))))
+    present, value = stack.pop()
+    return value if present else None
+
+
+FUSED = [   # (spec, leaves): leaves None where absent, a float for a scalar
+    ("fused;5;5,5;$0,mulc:0.9@j,$1,mulc:0.1@j,add@u01", [np.arange(5.0), np.ones(5)]),
+    ("fused;5;5,5;$0,mulc:0.9@j,$1,mulc:0.1@j,add@u01", [None, np.ones(5)]),
+    ("fused;5;5,5;$0,mulc:0.9@j,$1,mulc:0.1@j,add@u01", [None, None]),
+    ("fused;5;5,5,1,1;$0,$1,sqrt@j,$2,div@f,addc:1e-08@f,div@f,$3,mul@u0",
+     [np.arange(5.0) - 2, np.arange(5.0), 0.5, 0.01]),
+    ("fused;5;5,5,1,1;$0,$1,sqrt@j,$2,div@f,addc:1e-08@f,div@f,$3,mul@u0",
+     [None, None, 0.5, None]),
+    ("fused;5;5,5;$0,$1,mul@j,relu@f", [np.array([1.0, -2, np.inf, 0, 3]), None]),
+    ("fused;5;5,5;$0,$1,mul@u0,exp@f", [np.array([1.0, -2, np.inf, 0, 3]), None]),
+    ("fused;5;5,5;$0,$1,sub@u1,neg@j,powc:2.0@j", [None, np.array([1.0, np.nan, -3, 4, 5])]),
+    ("fused;300;300,300;$0,$0,mul@j,$1,div@j,step@f,minc:0.5@f",
+     [np.linspace(-1, 1, 300), np.linspace(1, 2, 300)]),     # more than one chunk of 128
+]

@@ -116,3 +116,18 @@ def test_explain_names_the_chained_vertices(duck):
     for entry, inside in zip(result["plans"], chained):
         into = {s["name"]: s.get("pipelined_into") for s in entry["statements"]}
         assert all(into[name] for name in inside)
+
+
+@pytest.mark.parametrize("case", ["zero moment", "non-finite"])
+def test_an_optimizer_update_on_spark(spark, case):
+    """The dense plan on Spark: NumPy's values, with the JVM kernels two se_fused calls
+    (the Python fallback keeps a kernel call per operation)."""
+    program, data = load_program(ADAM), _adam_data(case)
+    expected = evaluate(program, data)
+    with Session(program, data, backend=spark) as session:
+        sql = " ".join(s.sql for s in session.compile("dense").statements())
+        outputs = session.run("dense").outputs
+    assert sql.count("se_fused(") == (2 if spark.dialect.capabilities.fused_chains else 0)
+    for name in program.outputs:
+        assert outputs[name].dtype == np.float64
+        np.testing.assert_allclose(outputs[name], expected[name], rtol=1e-12, atol=1e-15)

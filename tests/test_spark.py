@@ -196,6 +196,44 @@ def _frame(spark, rows: list[tuple], schema: str, view: str) -> None:
     spark.spark.createDataFrame(rows, schema).createOrReplaceTempView(view)
 
 
+def _spark_value(v) -> str:
+    """A fused chain's input as a Spark SQL literal."""
+    def number(x: float) -> str:
+        text = repr(float(x))
+        return text if np.isfinite(x) else {"inf": "'Infinity'", "-inf": "'-Infinity'",
+                                            "nan": "'NaN'"}[text]
+    if v is None:
+        return "CAST(NULL AS ARRAY<DOUBLE>)"
+    if np.isscalar(v):
+        return f"CAST({number(v)} AS DOUBLE)"
+    return f"CAST(array({', '.join(f'CAST({number(x)} AS DOUBLE)' for x in v)}) AS ARRAY<DOUBLE>)"
+
+
+def test_jvm_fused_chains_match_numpy(spark):
+    """se_fused of the kernel jar on the C kernels' cases (tests/kernel_cases.py FUSED),
+    absent inputs and results included, and its errors."""
+    if not jvm(spark) or master(spark) != "local[2]":
+        pytest.skip("the JVM kernels, on local[2]")
+    from kernel_cases import FUSED, fused_reference
+    fn = spark.dialect.fn("se_fused")
+    for text, leaves in FUSED:
+        args = ", ".join(_spark_value(v) for v in leaves)
+        (got,), = spark.query(f"SELECT {fn}('{text}', {args})")
+        expected = fused_reference(text, leaves)
+        if expected is None:
+            assert got is None, text
+        else:
+            np.testing.assert_allclose(np.array(got, dtype=np.float64), expected, rtol=1e-12,
+                                       atol=1e-12, err_msg=text)
+    for text, args, error in [
+            ("fused;3;3,3;$0,$2,add@j", [np.ones(3), np.ones(3)], 'bad leaf "\\$2"'),
+            ("fused;3;3,3;$0,add@j", [np.ones(3), np.ones(3)], '"add" needs 2 operand'),
+            ("fused;3;3,3;$0,$1,add@j", [np.ones(2), np.ones(3)], "input 0 has 2 elements"),
+            ("fused;3;3;$0,sqrt@f", [np.ones(3), np.ones(1)], "reads 1 inputs, given 2")]:
+        with pytest.raises(Exception, match=error):
+            spark.query(f"SELECT {fn}('{text}', {', '.join(_spark_value(v) for v in args)})")
+
+
 def test_each_jvm_kernel_matches_numpy(spark):
     """Every function of the kernel jar on rows of a DataFrame (the generated code's
     calls), against NumPy: the strided loop (map, reductions, a diagonal), matrix products

@@ -22,7 +22,7 @@ from math import prod
 
 from ..capabilities import Capabilities
 from ..kernels.build import row_major_strides
-from ..kernels.spec import FusedSpec, GatherSpec, KernelSpec
+from ..kernels.spec import GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
 from .dialect import Computed, Dialect, OrZero, scaled_vector
 from .native import NativeDialect, spec_literal
@@ -108,9 +108,6 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     kernels = "native C: the sparse_einsum DuckDB extension"
     # one sort in C (two list(... ORDER BY) aggregates sorted 505k scalars twice: 7x slower)
     packed_stack_sql = "se_stack_packed(CAST({pos} AS BIGINT), CAST({val} AS DOUBLE))"
-
-    def fused(self, spec: FusedSpec, args: list[str]) -> str:
-        return f"se_fused({spec_literal(spec)}, {', '.join(args)})"
 
     def explode(self, step: StepBuilder, spec: GatherSpec, table: str, kept: list[str]) -> str:
         """Unnest the pieces se_split makes of each array (one piece a row of a cross join

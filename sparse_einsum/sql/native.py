@@ -14,6 +14,8 @@ the same names and arguments (udf_kernels/postgres, udf_kernels/duckdb):
     se_stack(gather spec, v, pos)       aggregate scattering pieces into an array
     se_densify(packed, size)            a packed sparse payload as a dense array
     se_sparsify(v)                      a dense array packed sparse
+    se_fused(fused spec, a, b, ...)     a chain of element-wise operations in one pass
+                                        (DuckDB and Spark: `Capabilities.fused_chains`)
 
 The specs are the texts of `sparse_einsum.kernels.spec`. Engines differ in how a scalar
 is passed where an array is expected (`array_of_scalar`) and in how they explode.
@@ -23,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from ..kernels.spec import GatherSpec, KernelSpec
+from ..kernels.spec import FusedSpec, GatherSpec, KernelSpec
 from ..program.ops import AGGREGATES
 from .dialect import Dialect, WeightedSum, scaled_vector
 from .steps import StepBuilder, TableRelation
@@ -60,6 +62,9 @@ class NativeDialect(Dialect):
             spec = replace(spec, packed=tuple(sparse))
         arrays = [self._arg(a, is_list) for a, is_list in zip(args, lists)]
         return f"{name}{spec.arity}({spec_literal(spec)}, {', '.join(arrays)})"
+
+    def fused(self, spec: FusedSpec, args: list[str]) -> str:
+        return f"{self.fn('se_fused')}({spec_literal(spec)}, {', '.join(args)})"
 
     def sparsify(self, step: StepBuilder, value: str) -> str:
         return f"{self.fn('se_sparsify')}({value})"

@@ -70,7 +70,7 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
     # a one-tuple operand is a scalar subquery, computed once (`kernel`); each row is its
     # own kernel call
     capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
-                                constants_once=True, kernel_rows=1)
+                                constants_once=True, kernel_rows=1, fused_chains=True)
     null_arrays_are_zeros = True
     kernels = "JVM: the sparse_einsum kernel jar's Spark function catalog"
 

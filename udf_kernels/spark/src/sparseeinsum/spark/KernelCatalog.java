@@ -25,7 +25,8 @@ public class KernelCatalog implements FunctionCatalog {
     private static final Map<String, Binder> FUNCTIONS = new LinkedHashMap<>();
     private String name;
 
-    /** What a function binds to, given its argument types ("" when it takes them). */
+    /** What a function binds to, given its argument types (arity -1: a spec and any
+     *  number of inputs). */
     private record Binder(String description, int arity, Function<DataType[], BoundFunction> bind) {
     }
 
@@ -51,6 +52,8 @@ public class KernelCatalog implements FunctionCatalog {
             add("se_value" + arity, "the one element of the kernel's result", arity + 1,
                 t -> new ValueFn("se_value" + (t.length - 1), arraysOrDoubles(t)));
         }
+        add("se_fused", "a chain of element-wise operations in one pass", -1,
+            t -> new FusedFn(arraysOrDoubles(t)));
         add("se_split", "every sub-tensor of an array (NULL when all +0.0)", 2, t -> new SplitFn());
         add("se_densify", "a packed sparse payload as a dense array", 2, t -> new DensifyFn());
         add("se_sparsify", "a dense array packed sparse", 1, t -> new SparsifyFn());
@@ -101,9 +104,10 @@ public class KernelCatalog implements FunctionCatalog {
             @Override
             public BoundFunction bind(StructType input) {
                 StructField[] fields = input.fields();
-                if (fields.length != binder.arity()) {
-                    throw new UnsupportedOperationException(fn + " takes " + binder.arity()
-                        + " arguments, not " + fields.length);
+                if (binder.arity() < 0 ? fields.length < 2 : fields.length != binder.arity()) {
+                    throw new UnsupportedOperationException(fn + " takes " + (binder.arity() < 0
+                        ? "a spec and inputs" : binder.arity() + " arguments") + ", not "
+                        + fields.length);
                 }
                 DataType[] types = new DataType[fields.length];
                 for (int k = 0; k < types.length; k++) {
