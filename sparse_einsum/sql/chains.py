@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kernels.spec import FusedSpec
 from ..plan import Plan
 from ..program.dag import Dag, Vertex
 from .dialect import Dialect
@@ -85,6 +86,29 @@ def presence(kind: str, deciding: list[Presence]) -> Presence:
     return frozenset(clauses) if clauses != [frozenset()] else None
 
 
+def chain_query(chain: Chain, n: int, d: Dialect) -> str:
+    """The SELECT of a chain whose arrays hold `n` elements: one kernel call over its
+    one-tuple inputs. Where the engine computes a scalar subquery once
+    (`Capabilities.constants_once`: Spark, whose joins of one-tuple relations are a
+    broadcast job each) the inputs are scalar subqueries, else joins (`joined_inputs`)."""
+    spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs), chain.tokens)
+    if not d.capabilities.constants_once:
+        values = [f"u{k}.val" for k in range(len(chain.inputs))]
+        return f"SELECT {d.fused(spec, values)} AS val FROM {joined_inputs(chain, d)}"
+    values = [f"(SELECT val FROM {d.q(rel.table)})" for rel in chain.inputs]
+    where = _condition(chain.present, values)
+    return (f"SELECT {d.fused(spec, values)} AS val FROM (SELECT 1 AS one) AS dom"
+            + (f" WHERE {where}" if where else ""))
+
+
+def _condition(present: Presence, values: list[str]) -> str:
+    """SQL of `present` over the inputs' values ("" when always)."""
+    if not present:
+        return ""
+    return " OR ".join("(" + " AND ".join(f"{values[k]} IS NOT NULL" for k in sorted(c)) + ")"
+                       for c in sorted(present, key=sorted))
+
+
 def joined_inputs(chain: Chain, d: Dialect) -> str:
     """The FROM clause of a chain's one-tuple inputs, joined so that a tuple exists where
     its presence says: the inputs of its one clause inner joined, or those any of which
@@ -103,6 +127,5 @@ def joined_inputs(chain: Chain, d: Dialect) -> str:
     frm += "".join(f" LEFT JOIN {q(rel.table)} AS u{k} ON TRUE"
                    for k, rel in enumerate(rels) if k not in needed)
     if clauses and not needed:
-        frm += " WHERE " + " OR ".join(
-            "(" + " AND ".join(f"u{k}.val IS NOT NULL" for k in c) + ")" for c in clauses)
+        frm += " WHERE " + _condition(chain.present, [f"u{k}.val" for k in range(len(rels))])
     return frm

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
-from ..kernels.spec import FusedSpec, KernelSpec
+from ..kernels.spec import KernelSpec
 from ..plan import Plan
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
-from .chains import Chain, Presence, chained, joined_inputs, presence
+from .chains import Chain, Presence, chain_query, chained, presence
 from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .pipeline import pipeline
@@ -148,8 +148,8 @@ class Compiler:
                               self.plan.operand_sparse(v, k)) for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
-            query = self._chain_query(v, chain) if chain else \
-                self._vertex_query(v, inputs, out, builder)
+            query = chain_query(chain, prod(self.dag.shapes[v.name]), self.d) if chain \
+                else self._vertex_query(v, inputs, out, builder)
             self._add(out, query, builder, inputs, self.plan.uclc(self.dag, v), v.name,
                       chain.vertices if chain else ())
             self.relations[(v.name, out.tiling, False)] = out
@@ -181,15 +181,6 @@ class Compiler:
 
         present = visit(v)
         return Chain(list(inputs.values()), tuple(tokens), present, tuple(inside))
-
-    def _chain_query(self, v: Vertex, chain: Chain) -> str:
-        """The SELECT of a chain: one kernel call over its inputs, joined so that its tuple
-        exists where the chain's presence says."""
-        n = prod(self.dag.shapes[v.name])
-        spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs),
-                         chain.tokens)
-        value = self.d.fused(spec, [f"u{k}.val" for k in range(len(chain.inputs))])
-        return f"SELECT {value} AS val FROM {joined_inputs(chain, self.d)}"
 
     def _sparsify(self, rel: TableRelation) -> TableRelation:
         """The relation with its payloads packed sparse."""
