@@ -90,11 +90,11 @@ def chain_query(chain: Chain, n: int, d: Dialect) -> str:
     """The SELECT of a chain whose arrays hold `n` elements: one kernel call over its
     one-tuple inputs. Where the engine computes a scalar subquery once
     (`Capabilities.constants_once`: Spark, whose joins of one-tuple relations are a
-    broadcast job each) the inputs are scalar subqueries, else joins (`joined_inputs`)."""
+    broadcast job each) the inputs are scalar subqueries, else joins (`_joined_inputs`)."""
     spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs), chain.tokens)
     if not d.capabilities.constants_once:
         values = [f"u{k}.val" for k in range(len(chain.inputs))]
-        return f"SELECT {d.fused(spec, values)} AS val FROM {joined_inputs(chain, d)}"
+        return f"SELECT {d.fused(spec, values)} AS val FROM {_joined_inputs(chain, d)}"
     values = [f"(SELECT val FROM {d.q(rel.table)})" for rel in chain.inputs]
     where = _condition(chain.present, values)
     return (f"SELECT {d.fused(spec, values)} AS val FROM (SELECT 1 AS one) AS dom"
@@ -109,7 +109,7 @@ def _condition(present: Presence, values: list[str]) -> str:
                        for c in sorted(present, key=sorted))
 
 
-def joined_inputs(chain: Chain, d: Dialect) -> str:
+def _joined_inputs(chain: Chain, d: Dialect) -> str:
     """The FROM clause of a chain's one-tuple inputs, joined so that a tuple exists where
     its presence says: the inputs of its one clause inner joined, or those any of which
     will do full joined, the others left joined (a condition on the inputs' values
