@@ -106,12 +106,14 @@ def test_dp_is_optimal_for_its_cost_model(name, params):
 
 @pytest.mark.parametrize("params", PARAMS, ids=["calibrated", "tuple-heavy", "flop-heavy"])
 def test_joint_enumeration_when_few_combinations_could_beat_greedy(params, monkeypatch):
-    """P is read twice and has four output tilings; with a limit of one combination they
+    """P is read twice and has four output tilings; with limits of one combination they
     are enumerated (one DP per tiling, exact) when at most one has a lower bound below
-    greedy's plan, else one wide DP runs; either way the DP finds brute force's best."""
+    greedy's plan, else one wide DP runs, and none when no bound is below greedy's plan;
+    either way the DP finds brute force's best (the three cases each occur below)."""
     from sparse_einsum.optimizer import search
 
     monkeypatch.setattr(search, "JOINT_LIMIT", 1)
+    monkeypatch.setattr(search, "JOINT_LIMIT_BEST", 1)
     text, shapes = DAGS["shared"]
     for seed in range(2):
         space = _space(text, _data(shapes, seed), params)
@@ -125,7 +127,10 @@ def test_joint_enumeration_when_few_combinations_could_beat_greedy(params, monke
         below = sum(bound <= greedy(space).total
                     for bound, *_ in search._joint_runs(space, [p], outs, []))
         assert len(outs[0]) == 4
-        assert fixed_runs and (all(fixed_runs) if below <= 1 else fixed_runs == [{}])
+        if below == 0:           # every bound above greedy's plan: it is the best
+            assert fixed_runs == []
+        else:
+            assert fixed_runs and (all(fixed_runs) if below <= 1 else fixed_runs == [{}])
 
 
 def test_dp_is_optimal_over_tiles():

@@ -26,6 +26,9 @@ from ..tiling import Tiling, tile_sizes
 # while at most this many combinations could beat greedy's plan; beyond, one DP with wide
 # top-k lists (each DP takes 0.01-0.3 s, the wide one 0.2-0.6 s)
 JOINT_LIMIT = 16
+# ... for the best plan alone, whose DPs keep one plan per list over the options that can
+# beat greedy's (about 1 ms each at Cora size, where the wide DP takes 0.1-0.3 s)
+JOINT_LIMIT_BEST = 128
 # ... and bounds are computed for at most this many combinations (more: the wide DP)
 JOINT_CAP = 4096
 # ... and an input read by several vertices jointly when one of its loads costs more than
@@ -271,6 +274,24 @@ class SearchSpace:
                 for v in self.dag.vertices for c in self.options[v.name]}
 
     @cached_property
+    def floor(self) -> dict[tuple[str, Choice], float]:
+        """Per option, the least it adds to any plan: its vertex's cost and the loads and
+        repartitions of inputs that only this vertex pays (an input it alone reads, or a
+        table, which each reader repartitions for itself)."""
+        alone = {t for t in self.dag.inputs
+                 if t in self.stored or len(self.dag.consumers(t)) == 1}
+        found = {}
+        for v in self.dag.vertices:
+            own = [(n, o.tensor, o.labels) for n, o in enumerate(v.operands) if o.tensor in alone]
+            for c in self.options[v.name]:
+                items: dict[CostItem, float] = {}
+                for n, tensor, labels in own:
+                    items.update(self.input_items(tensor, c.tiling(labels), v.name,
+                                                  n in c.sparse))
+                found[(v.name, c)] = self.local[(v.name, c)] + sum(items.values())
+        return found
+
+    @cached_property
     def shared(self) -> set[str]:
         """Vertices that two branches of a merge may both hold: a vertex read twice (or by
         two vertices), and every vertex feeding one."""
@@ -391,8 +412,8 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     cost model): a shared vertex's output tiling, and for an array input read more than
     once whose loads are not negligible (JOINT_LOAD_SHARE), the decomposition loaded for
     several readers (paid once, outside the DP); one DP per combination whose lower bound
-    is below the k-th plan found, while at most JOINT_LIMIT combinations have a bound
-    below greedy's plan. Beyond, the DP runs with wide top-k lists and keeps consistent
+    is below the k-th plan found, while at most JOINT_LIMIT combinations (JOINT_LIMIT_BEST
+    for the best plan alone) have a bound below greedy's plan. Beyond, the DP runs with wide top-k lists and keeps consistent
     merges only.
     Top-k lists can hold no consistent merge at all (many shared vertices, as in a program
     with its backward pass), so greedy's plan, consistent by construction, is always a
@@ -412,14 +433,15 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
 
 def _within(space: SearchSpace, total: float) -> dict[str, list[Choice]]:
     """Per vertex, the options that can be part of a plan costing at most `total`: its
-    own cost plus every other vertex's cheapest is not above it. With one plan per list
+    `floor` plus every other vertex's least floor is not above it. With one plan per list
     the DP finds the same best plan without the others (a list whose best plan has one
     of them only leads to plans above `total`, and greedy's plan costs `total`)."""
-    least = {v: min((space.local[(v, c)] for c in options), default=0.0)
+    floor = space.floor
+    least = {v: min((floor[(v, c)] for c in options), default=0.0)
              for v, options in space.options.items()}
     everything = sum(least.values())
     return {v: [c for c in options
-                if space.local[(v, c)] + (everything - least[v]) <= total * (1.0 + 1e-9)]
+                if floor[(v, c)] + (everything - least[v]) <= total * (1.0 + 1e-9)]
             for v, options in space.options.items()}
 
 
@@ -441,7 +463,8 @@ def _search(space: SearchSpace, k: int, consistent: Partial) -> list[Partial]:
     if combinations == 1:
         return _best(space.run_dp(k, {}) + [consistent], k)
     runs = _joint_runs(space, shared, outs, loads) if combinations <= JOINT_CAP else None
-    if runs is None or sum(bound <= consistent.total for bound, *_ in runs) > JOINT_LIMIT:
+    limit = JOINT_LIMIT_BEST if k == 1 else JOINT_LIMIT
+    if runs is None or sum(bound <= consistent.total for bound, *_ in runs) > limit:
         space.pruned = None         # wide lists: their merges may need any option
         return _best(space.run_dp(max(k, 16), {}) + [consistent], k)
     # the runs with every combination fixed cover every plan the free DP finds; a run
@@ -462,14 +485,15 @@ def _joint_runs(space: SearchSpace, shared: list[Vertex], outs: list[list[Tiling
                 loads: list[list]) -> list[tuple[float, tuple, frozenset, dict]]:
     """The DP runs of joint enumeration, lowest bound first: (bound, the shared vertices'
     output tilings, the loads paid outside the DP, their costs). A plan with the shared
-    vertices' tilings fixed costs at least their cheapest production under them plus every
-    other vertex's cheapest choice plus the loads paid (costs are not negative, each
-    vertex is paid once)."""
-    least = [{out: min(space.local[(v.name, c)] for c in space.options[v.name]
+    vertices' tilings fixed costs at least their least `floor` under them plus every
+    other vertex's least floor plus the loads paid (costs are not negative, each vertex
+    and what only it pays is paid once)."""
+    floor = space.floor
+    least = [{out: min(floor[(v.name, c)] for c in space.options[v.name]
                        if c.tiling(v.labels) == out) for out in tilings}
              for v, tilings in zip(shared, outs)]
     names = {v.name for v in shared}
-    others = sum(min((space.local[(v.name, c)] for c in space.options[v.name]), default=0.0)
+    others = sum(min((floor[(v.name, c)] for c in space.options[v.name]), default=0.0)
                  for v in space.dag.vertices if v.name not in names)
     payments = []
     for prepaid in itertools.product(*loads):
