@@ -12,7 +12,7 @@ from math import ceil, prod
 from pathlib import Path
 
 from .capabilities import Capabilities
-from .plan import Choice, factor_reader, scalar_factor
+from .plan import Choice, factor_reader, recomputed, scalar_factor
 from .program.dag import Dag, Vertex
 from .program.ops import AGGREGATES, SPARSE_DRIVEN
 from .shuffles import Exchange, row_bytes, vertex_exchanges
@@ -182,6 +182,9 @@ class CostModel:
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if caps.pipeline_depth
                                   and reads[v.name] == 1 and v.name not in dag.outputs)
+        # readers computing a vertex again each (`plan.recomputed`), keyed or one tuple
+        self._recomputed = {v.name: (recomputed(dag, v, False), recomputed(dag, v, True))
+                            for v in dag.vertices} if caps.pipeline_depth else {}
 
     def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
         """(tiling, shape) of each operand at this vertex, then of its output."""
@@ -411,8 +414,12 @@ class CostModel:
         # outputs); one that streams into its reader is not stored and runs no statement of
         # its own, but its payloads are still made and moved (pricing them at nothing chose
         # plans that make huge ones)
-        streamed = v.name in self.streamed
+        copies = self._recomputed.get(v.name, (0, 0))[
+            not (any(t.keyed) or keyed_axes(*tilings[-1]))]
+        streamed = v.name in self.streamed or copies > 0
         c_agg += out * (bytes_out * p.c_xfer + (0.0 if streamed else p.c_fixed))
+        if copies:         # no table: each reader makes the tuples again
+            c_join, c_agg, c_kernel = c_join * copies, c_agg * copies, c_kernel * copies
         # on a cluster the work spreads over its tasks (at most one a joined tuple), and
         # shuffles and broadcasts move data
         spread = 1.0 / self.tasks(join)

@@ -79,6 +79,21 @@ def factor_reader(dag: Dag, v: Vertex) -> Vertex | None:
     return None
 
 
+def recomputed(dag: Dag, v: Vertex, one_tuple: bool) -> int:
+    """The readers that compute `v` again each, in their own statements, instead of
+    reading a table of it (`sql.pipeline`): those of an element-wise vertex (nothing
+    aggregated) that two or more vertices read, is not an output, and joins nothing
+    keyed (one operand, or every relation `one_tuple`), and into which no intermediate
+    streams (each operand an input, an output or read twice); 0 for any other vertex."""
+    if v.agg_labels or v.name in dag.outputs or not (len(v.operands) == 1 or one_tuple):
+        return 0
+    if any(o.tensor not in dag.inputs and o.tensor not in dag.outputs
+           and len(dag.consumers(o.tensor)) == 1 for o in v.operands):
+        return 0
+    readers = len(dag.consumers(v.name))
+    return readers if readers > 1 else 0
+
+
 def scalar_factor(dag: Dag, v: Vertex, choice: Choice) -> int | None:
     """The position of F when vertex `v` = F * Z, under `choice`, only scales Z's payloads
     by scalars: a product without a sum, F's tuples scalars, Z's keyed payloads laid out

@@ -491,11 +491,15 @@ class Session:
         compiled = [self.compile(p) for p in ranked]
         statements = [[pretty(s.sql, self.dialect) for s in c.steps if s.sql]
                       for c in compiled] if sql else None
-        # computed inside a later statement: streamed into it, or chained into its kernel
-        pipelined = [{name: step.vertex or step.label for step in c.steps
-                      for name in [p.vertex for p in step.pipelined if p.vertex]
-                      + [n for p in (*step.pipelined, step) for n in p.chained]}
-                     for c in compiled]
+        # computed inside later statements: streamed into them, or chained into a kernel
+        pipelined = []
+        for c in compiled:
+            into: dict[str, list[str]] = {}
+            for step in c.steps:
+                for name in [p.vertex for p in step.pipelined if p.vertex] + [
+                        n for p in (*step.pipelined, step) for n in p.chained]:
+                    into.setdefault(name, []).append(step.vertex or step.label)
+            pipelined.append({name: ", ".join(readers) for name, readers in into.items()})
         kernels = self.dialect.kernels
         if self.backend is not None and self.backend.kernel_detail:
             kernels += f" ({self.backend.kernel_detail})"

@@ -39,6 +39,26 @@ SHARED = """
     output V
     """
 
+# H (one operand) and D (one tuple under the dense plan) are element-wise and read twice:
+# computed again in each reader instead of stored (`plan.recomputed`)
+RECOMPUTED = """
+    input A[i,j]
+    input X[j,f]
+    input W[f,c]
+    input m[i]
+    T[i,f] = A[i,j] * X[j,f]
+    H[i,f] = relu(T[i,f])
+    G[i,f] = step(T[i,f])
+    P[i,c] = H[i,f] * W[f,c]
+    Q[i,f] = H[i,f] * G[i,f]
+    D[i,f] = T[i,f] - m[i]
+    E[i] = exp(D[i,f])
+    F[i,f] = D[i,f] * Q[i,f]
+    output P
+    output E
+    output F
+    """
+
 
 def _data():
     mask = rng.random((12, 9)) < 0.3
@@ -86,6 +106,34 @@ def test_an_intermediate_read_twice_stays_a_table(backend):
     for (pipelined, stored), in_chain in zip(
             _check(SHARED, {k: data[k] for k in ("A", "X")}, backend, "V"), chained):
         assert "U" in pipelined and ("T" in pipelined if in_chain else "T" in stored)
+
+
+def test_element_wise_intermediates_read_twice_are_computed_in_each_reader(backend):
+    """H = relu(T) is read by P and Q, D = T - m by E and F: where they join nothing
+    keyed (H always, D under the dense plan) and nothing streams into them, each reader
+    computes them again and they get no table. NumPy's values and dtypes either way."""
+    data = {**_data(), "W": rng.normal(size=(5, 3)), "m": rng.normal(size=12)}
+    del data["B"]
+    program = load_program(RECOMPUTED)
+    expected = evaluate(program, data)
+    with Session(program, data, backend=backend, paths="opt_einsum") as session:
+        for plan in PLANS:
+            outputs = session.run(plan).outputs
+            for name in ("P", "E", "F"):
+                assert outputs[name].dtype == np.float64
+                np.testing.assert_allclose(outputs[name], expected[name], rtol=1e-9,
+                                           atol=1e-12, err_msg=f"{plan}: {name}")
+        depth = backend.dialect.capabilities.pipeline_depth
+        for plan, again in (("dense", {"H", "D"}), ("relational", {"H"})):
+            steps = session.compile(plan).steps
+            readers = {name: sum(name in [p.vertex for p in s.pipelined] for s in steps)
+                       for name in ("H", "D")}
+            stored = {s.vertex for s in steps if s.vertex}
+            if depth:
+                assert all(readers[name] == 2 for name in again), plan
+                assert {"H", "D"} & stored == {"H", "D"} - again, plan
+            else:
+                assert {"H", "D"} <= stored and not any(readers.values())
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

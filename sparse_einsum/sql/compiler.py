@@ -12,7 +12,7 @@ from math import prod
 
 from ..kernels.build import stack_spec, take_spec, vertex_kernel
 from ..kernels.spec import KernelSpec
-from ..plan import Plan
+from ..plan import Plan, recomputed
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
@@ -197,12 +197,13 @@ class Compiler:
              label: str, vertex: str | None = None, chained: tuple[str, ...] = ()) -> None:
         """The step storing the rows of `query`, which reads the relations `reads` (in its
         text or as kernel constants), in `out`'s table."""
+        one_tuple = not (b.generates_rows or out.keyed or any(rel.keyed for rel in reads))
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query, chained=chained,
                                reads=frozenset(rel.table for rel in reads),
-                               generates_rows=b.generates_rows,
-                               one_tuple=not (b.generates_rows or out.keyed
-                                              or any(rel.keyed for rel in reads))))
+                               generates_rows=b.generates_rows, one_tuple=one_tuple,
+                               recomputed=vertex is not None and not b.generates_rows
+                               and recomputed(self.dag, self.dag.vertex(vertex), one_tuple) > 0))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""

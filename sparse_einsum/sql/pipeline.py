@@ -8,6 +8,8 @@ product, a repartition feeding its reader) collapse into one statement. A statem
 gathers outputs (`sql.compiler.Combined`) also takes in an intermediate whose readers all
 collapsed into it (a common table expression read twice, which DuckDB and PostgreSQL
 compute once): a parameter's update with its optimizer state's is one statement.
+An element-wise intermediate that joins nothing keyed (`plan.recomputed`) streams into
+each of its readers, computed again in each rather than written and read back.
 
 A statement computes at most `Capabilities.pipeline_depth` intermediates (a longer chain
 keeps a table every so often); engines that should not pipeline set it to 0.
@@ -42,7 +44,7 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
 def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, depth: int,
           into: frozenset[str] | None = None) -> list[Step]:
     """Each intermediate read by one statement (of those in `into`, if given) streamed
-    into it."""
+    into it; without `into`, each recomputed one into every statement reading it."""
     readers: dict[str, set[int]] = {}
     for k, step in enumerate(steps):
         for table in step.reads:
@@ -50,7 +52,15 @@ def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, 
     merged: dict[int, Step] = dict(enumerate(steps))
     for k, step in enumerate(steps):
         users = readers.get(step.target.table, set()) - {k}
-        if step.kind != "sql" or step.target.table in kept or len(users) != 1:
+        if step.kind != "sql" or step.target.table in kept:
+            continue
+        if (step.recomputed and into is None and len(users) > 1 and not merged[k].pipelined
+                and all(len(merged[r].pipelined) < depth for r in users)):
+            producer = merged.pop(k)
+            for reader in sorted(users):
+                merged[reader] = _streamed(producer, merged[reader], dialect, temporary)
+            continue
+        if len(users) != 1:
             continue
         (reader,) = users
         if into is not None and merged[reader].target.table not in into:

@@ -92,6 +92,8 @@ class Step:
     # every relation it reads and the one it writes is one tuple, and it makes no rows:
     # nothing in it runs in parallel but its kernels, which have threads of their own
     one_tuple: bool = False
+    # its vertex is computed again in each statement reading it (`plan.recomputed`)
+    recomputed: bool = False
 
 
 class StepBuilder:
