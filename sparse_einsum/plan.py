@@ -87,11 +87,11 @@ def recomputed(dag: Dag, v: Vertex, one_tuple: bool) -> int:
     streams (each operand an input, an output or read twice); 0 for any other vertex."""
     if v.agg_labels or v.name in dag.outputs or not (len(v.operands) == 1 or one_tuple):
         return 0
+    readers = dag.graph.out_degree       # the vertices reading a tensor
     if any(o.tensor not in dag.inputs and o.tensor not in dag.outputs
-           and len(dag.consumers(o.tensor)) == 1 for o in v.operands):
+           and readers(o.tensor) == 1 for o in v.operands):
         return 0
-    readers = len(dag.consumers(v.name))
-    return readers if readers > 1 else 0
+    return readers(v.name) if readers(v.name) > 1 else 0
 
 
 def scalar_factor(dag: Dag, v: Vertex, choice: Choice) -> int | None:

@@ -279,7 +279,7 @@ class SearchSpace:
         repartitions of inputs that only this vertex pays (an input it alone reads, or a
         table, which each reader repartitions for itself)."""
         alone = {t for t in self.dag.inputs
-                 if t in self.stored or len(self.dag.consumers(t)) == 1}
+                 if t in self.stored or self.dag.graph.out_degree(t) == 1}
         found = {}
         for v in self.dag.vertices:
             own = [(n, o.tensor, o.labels) for n, o in enumerate(v.operands) if o.tensor in alone]
@@ -413,8 +413,8 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     once whose loads are not negligible (JOINT_LOAD_SHARE), the decomposition loaded for
     several readers (paid once, outside the DP); one DP per combination whose lower bound
     is below the k-th plan found, while at most JOINT_LIMIT combinations (JOINT_LIMIT_BEST
-    for the best plan alone) have a bound below greedy's plan. Beyond, the DP runs with wide top-k lists and keeps consistent
-    merges only.
+    for the best plan alone) have a bound below greedy's plan. Beyond, the DP runs with
+    wide top-k lists and keeps consistent merges only.
     Top-k lists can hold no consistent merge at all (many shared vertices, as in a program
     with its backward pass), so greedy's plan, consistent by construction, is always a
     candidate. With more than SHARED_LIMIT shared vertices (long
