@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .dialect import Dialect
-from .steps import Step
+from .steps import KernelUse, Step
 
 
 def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool = False,
@@ -71,9 +71,16 @@ def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, 
 
 
 def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -> Step:
-    """`reader` computing `producer` (and what was streamed into it) in its statement."""
-    pipelined = producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined
-    reader = replace(reader, kernels=producer.kernels + reader.kernels, pipelined=pipelined,
+    """`reader` computing `producer` (and what was streamed into it) in its statement;
+    a recomputed intermediate that both compute is computed once in it."""
+    pipelined: dict[str, Step] = {}          # each table's first common table expression
+    for step in producer.pipelined + (replace(producer, pipelined=()),) + reader.pipelined:
+        pipelined.setdefault(step.target.table, step)
+    kernels: dict[str, KernelUse] = {}
+    for use in producer.kernels + reader.kernels:
+        kernels.setdefault(use.name, use)
+    reader = replace(reader, kernels=list(kernels.values()),
+                     pipelined=tuple(pipelined.values()),
                      reads=(producer.reads | reader.reads) - {producer.target.table},
                      generates_rows=producer.generates_rows or reader.generates_rows,
                      one_tuple=producer.one_tuple and reader.one_tuple)
