@@ -76,7 +76,8 @@ EVERY_OPERATION = """
     V[i,j] = -tanh(sigmoid(abs(exp(A[i,j]) * 2 + 1)) / 4)
     M[i] = max(A[i,j] * B[i,j])
     N[j] = min(B[i,j] * 3)
-    output S, Q, U, V, M, N
+    T[i,j] = step(B[i,j]) - step(A[i,j])
+    output S, Q, U, V, M, N, T
     """
 
 

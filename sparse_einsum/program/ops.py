@@ -85,7 +85,9 @@ OPS: dict[str, Op] = _table(
     Op("step", UNARY, lambda x: np.greater(x, 0).astype(np.float64), "step({x})",
        "CAST((CASE WHEN {x} > 0 AND NOT isnan({x}) THEN 1 ELSE 0 END) AS DOUBLE PRECISION)",
        {"postgres": "CAST((CASE WHEN {x} > 0 AND {x} <> 'NaN'::float8 THEN 1 ELSE 0 END) "
-        "AS DOUBLE PRECISION)"}, c="(x > 0.0 ? 1.0 : 0.0)", **_UNIT),
+        "AS DOUBLE PRECISION)",
+        "spark": "CAST((CASE WHEN {x} > 0 AND NOT isnan({x}) THEN 1 ELSE 0 END) AS DOUBLE)"},
+       c="(x > 0.0 ? 1.0 : 0.0)", **_UNIT),
     # unary operations with a constant c (from `x * 2`, `1 - x`, aggregates' zeros)
     Op("mulc", CONSTANT, lambda x, c: x * c, "{x} * {c}", "({x} * {c})", c="x * c",
        bound=lambda a, b, c: a * c, keeps_finite=True),
