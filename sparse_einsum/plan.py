@@ -84,7 +84,8 @@ def recomputed(dag: Dag, v: Vertex, one_tuple: bool) -> int:
     reading a table of it (`sql.pipeline`): those of an element-wise vertex (nothing
     aggregated) that two or more vertices read, is not an output, and joins nothing
     keyed (one operand, or every relation `one_tuple`), and into which no intermediate
-    streams (each operand an input, an output or read twice); 0 for any other vertex."""
+    streams (each operand an input, an output or read by another vertex too); 0 for any
+    other vertex."""
     if v.agg_labels or v.name in dag.outputs or not (len(v.operands) == 1 or one_tuple):
         return 0
     readers = dag.graph.out_degree       # the vertices reading a tensor

@@ -499,7 +499,7 @@ class Session:
                 for name in [p.vertex for p in step.pipelined if p.vertex] + [
                         n for p in (*step.pipelined, step) for n in p.chained]:
                     into.setdefault(name, []).append(step.vertex or step.label)
-            pipelined.append({name: ", ".join(readers) for name, readers in into.items()})
+            pipelined.append({name: " and ".join(readers) for name, readers in into.items()})
         kernels = self.dialect.kernels
         if self.backend is not None and self.backend.kernel_detail:
             kernels += f" ({self.backend.kernel_detail})"

@@ -2,6 +2,7 @@
 expression of it, not a table; values and dtypes against NumPy on every engine."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -126,19 +127,17 @@ def test_element_wise_intermediates_read_twice_are_computed_in_each_reader(backe
                 assert outputs[name].dtype == np.float64
                 np.testing.assert_allclose(outputs[name], expected[name], rtol=1e-9,
                                            atol=1e-12, err_msg=f"{plan}: {name}")
-        depth = backend.dialect.capabilities.pipeline_depth
         for plan, again in (("dense", {"H", "D"}), ("relational", {"H"})):
             steps = session.compile(plan).steps
             readers = {name: sum(name in [p.vertex for p in s.pipelined] for s in steps)
                        for name in ("H", "D")}
             stored = {s.vertex for s in steps if s.vertex}
-            if depth:
-                assert all(readers[name] >= 2 for name in again), plan
-                assert all(len({p.target.table for p in s.pipelined}) == len(s.pipelined)
-                           for s in steps), plan
-                assert {"H", "D"} & stored == {"H", "D"} - again, plan
-            else:
-                assert {"H", "D"} <= stored and not any(readers.values())
+            assert all(readers[name] >= 2 for name in again), plan
+            assert all(len({p.target.table for p in s.pipelined}) == len(s.pipelined)
+                       for s in steps), plan
+            assert {"H", "D"} & stored == {"H", "D"} - again, plan
+    text = format_explanation(explain(program, data, top=1, backend=backend))
+    assert re.search(r"\bH into [\w~]+ and [\w~]+", text)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
