@@ -46,8 +46,8 @@ def chained(dag: Dag, plan: Plan, factored: set[str]) -> set[str]:
         count, reads = 1, frozenset()
         for o in v.operands:
             if (o.tensor in fits and o.tensor not in dag.outputs
-                    and [c.name for c in dag.consumers(o.tensor)] == [v.name]
-                    and sum(p.tensor == o.tensor for p in v.operands) == 1
+                    and dag.graph.out_degree(o.tensor) == 1       # v alone reads it,
+                    and sum(p.tensor == o.tensor for p in v.operands) == 1      # once
                     and count + tokens[o.tensor] <= MAX_TOKENS
                     and len(reads | inputs[o.tensor]) < MAX_INPUTS):      # room for one more
                 inside.add(o.tensor)
