@@ -24,6 +24,7 @@ from sparse_einsum.errors import BackendError
 from sparse_einsum.explanation import format_explanation
 from sparse_einsum.program.parser import load_program
 from sparse_einsum.reference import evaluate
+from sparse_einsum.sql.pipeline import statement_query
 from sparse_einsum.optimizer.strategies import PlanSpec
 from test_einsum import distinct_plans
 
@@ -418,6 +419,54 @@ def test_one_tuple_operands_are_converted_once_per_task(spark):
     check(np.array([r[1] for r in sorted(got)]), want, "a W1 W2")
     # each row's a and a W1, and the two operands once in each of at most 2 tasks
     assert 2 * rows <= converted <= 2 * rows + 4, converted
+
+
+def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
+    """With the JVM kernels, a one-tuple input over the bound size is a broadcast that
+    kernels call by name, never a scalar subquery copied into each task: a product with a
+    keyed operand, a fused chain, and an input with no tuple (all zeros) match NumPy; the
+    broadcast is gone once the session drops its table."""
+    if not jvm(spark):
+        pytest.skip("the JVM kernels")
+    from sparse_einsum.backends import spark_inputs
+    from sparse_einsum.sql import spark as spark_sql
+    monkeypatch.setattr(spark_sql, "BIND_BYTES", 0)
+    # A from a file: Spark would compute a projection of rows inside the plan when planning
+    monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
+    rng = np.random.default_rng(4)
+    a, w, v = (sp.random(50, 6, density=0.3, format="csr", random_state=4),
+               rng.normal(size=(6, 5)), rng.normal(size=(6, 5)))
+    program = ("input A[i,j]\ninput W[j,k]\ninput V[j,k]\nY[i,k] = A[i,j] * W[j,k]\n"
+               "Z[j,k] = relu(W[j,k]) * V[j,k]\noutput Y\noutput Z")
+    optimized, run = {}, spark.run
+
+    def planned(step):
+        if step.vertex == "Y":
+            optimized["Y"] = spark.spark.sql(statement_query(step, spark.dialect)) \
+                ._jdf.queryExecution().optimizedPlan().toString()
+        run(step)
+
+    monkeypatch.setattr(spark, "run", planned)
+    for w_in in (w, np.zeros_like(w)):
+        with Session(program, {"A": a, "W": w_in, "V": v}, backend=spark) as session:
+            plan = session.plan("I,j,k,")
+            compiled = session.compile(plan)
+            loads = {s.label: s.target for s in compiled.steps if s.kind == "load"}
+            bound = [rel.table for label, rel in loads.items() if rel.bound]
+            assert sorted(label for label, rel in loads.items() if rel.bound) == \
+                ["load V", "load W"], loads
+            statements = " ".join(s.sql for s in compiled.steps if s.kind == "sql")
+            assert "se_bound__" in statements and "(SELECT val FROM" not in statements
+            got = session.run(plan).outputs
+        # Spark keeps the call (a literal would be folded in and copied into tasks)
+        assert "se_bound__" in optimized["Y"] and "subquery" not in optimized["Y"].lower(), \
+            optimized
+        check(got["Y"], a @ w_in, "A W, W bound")
+        check(got["Z"], np.maximum(w_in, 0) * v, "relu(W) V, bound")
+        assert got["Y"].dtype == got["Z"].dtype == np.float64
+        for table in bound:
+            with pytest.raises(Exception, match="se_bound__"):
+                spark.spark.sql(f"SELECT sparse_einsum.se_bound__{table}()").collect()
 
 
 def _packed(x: np.ndarray, fill: float = 0.0) -> list[float]:

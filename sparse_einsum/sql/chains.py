@@ -95,7 +95,7 @@ def chain_query(chain: Chain, n: int, d: Dialect) -> str:
     if not d.capabilities.constants_once:
         values = [f"u{k}.val" for k in range(len(chain.inputs))]
         return f"SELECT {d.fused(spec, values)} AS val FROM {_joined_inputs(chain, d)}"
-    values = [f"(SELECT val FROM {d.q(rel.table)})" for rel in chain.inputs]
+    values = [d.constant(rel) for rel in chain.inputs]
     where = _condition(chain.present, values)
     return (f"SELECT {d.fused(spec, values)} AS val FROM (SELECT 1 AS one) AS dom"
             + (f" WHERE {where}" if where else ""))

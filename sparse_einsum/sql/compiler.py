@@ -121,6 +121,7 @@ class Compiler:
             return self.relations[key]
         if tensor in self.dag.inputs and tensor not in self.stored:
             rel = self._new_rel(tensor, tiling, sparse)
+            rel = replace(rel, bound=True) if self.d.binds(rel) else rel
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \

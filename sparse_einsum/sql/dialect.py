@@ -93,6 +93,14 @@ class Dialect:
     def nonzero(self, x: str) -> str:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
 
+    def binds(self, rel: TableRelation) -> bool:
+        """Whether the loaded input `rel` is bound (`TableRelation.bound`)."""
+        return False
+
+    def constant(self, rel: TableRelation) -> str:
+        """The value of one-tuple relation `rel` as an expression (a scalar subquery)."""
+        return f"(SELECT val FROM {self.q(rel.table)})"
+
     def q(self, ident: str) -> str:
         return self.quote + ident.replace(self.quote, self.quote * 2) + self.quote
 

@@ -85,11 +85,15 @@ public class KernelCatalog implements FunctionCatalog {
 
     @Override
     public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+        String called = ident.name().toLowerCase();
+        if (ident.namespace().length == 0 && called.startsWith(BoundArray.PREFIX)) {
+            return bound(ident, called.substring(BoundArray.PREFIX.length()));
+        }
         Binder binder = ident.namespace().length == 0 ? FUNCTIONS.get(ident.name().toLowerCase()) : null;
         if (binder == null) {
             throw new NoSuchFunctionException(ident);
         }
-        String fn = ident.name().toLowerCase();
+        String fn = called;
         return new UnboundFunction() {
             @Override
             public String name() {
@@ -114,6 +118,33 @@ public class KernelCatalog implements FunctionCatalog {
                     types[k] = fields[k].dataType();
                 }
                 return binder.bind().apply(types);
+            }
+        };
+    }
+
+    /** se_bound__<table>(): the array registered under `table` (`BoundArray`). */
+    private static UnboundFunction bound(Identifier ident, String table) throws NoSuchFunctionException {
+        BoundArray fn = BoundArray.of(table);
+        if (fn == null) {
+            throw new NoSuchFunctionException(ident);
+        }
+        return new UnboundFunction() {
+            @Override
+            public String name() {
+                return fn.name();
+            }
+
+            @Override
+            public String description() {
+                return fn.name() + ": the array of the one-tuple input " + table;
+            }
+
+            @Override
+            public BoundFunction bind(StructType input) {
+                if (input.fields().length != 0) {
+                    throw new UnsupportedOperationException(fn.name() + " takes no arguments");
+                }
+                return fn;
             }
         };
     }

@@ -11,7 +11,8 @@ import org.apache.spark.util.TaskCompletionListener;
  * subquery) is one object in every row of a task, and one projection may pass several
  * (a GCN's two weight matrices, with the kernels between them fused), so each thread keeps
  * the last SLOTS arrays it converted, by identity (and, for an UnsafeArrayData, the memory
- * it points to), with whether they are all finite, until its task ends.
+ * it points to), with whether they are all finite, until its task ends. A bound input
+ * (`BoundData`) is taken as it is, without a copy.
  */
 public final class Operands {
     static final int SLOTS = 8;
@@ -43,8 +44,13 @@ public final class Operands {
             c.used[at] = ++c.clock;
             return c.values[at];
         }
-        double[] v = Arrays2.doubles(a, fn, what);
-        CONVERSIONS.incrementAndGet();
+        double[] v;
+        if (a instanceof BoundData) {
+            v = ((BoundData) a).values;
+        } else {
+            v = Arrays2.doubles(a, fn, what);
+            CONVERSIONS.incrementAndGet();
+        }
         at = 0;
         for (int i = 1; i < SLOTS; i++) {
             at = c.used[i] < c.used[at] ? i : at;

@@ -1,0 +1,97 @@
+package sparseeinsum.spark;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+
+/**
+ * se_bound__&lt;table&gt;(): a one-tuple input's array, held once per JVM as a Spark
+ * broadcast instead of in a table. The driver reads it from a file of little-endian
+ * doubles (`bind`) and registers it under the table's name; the catalog binds each call to
+ * the broadcast, which travels with the task as a handle (a scalar subquery would put the
+ * whole array into every task). Each call returns the same `BoundData`, which the kernels
+ * read without a copy. Not deterministic, so that Spark never folds it into a literal.
+ */
+public class BoundArray extends Bound implements ScalarFunction<ArrayData> {
+    static final String PREFIX = "se_bound__";
+    private static final Map<String, Entry> BOUND = new ConcurrentHashMap<>();
+
+    /** A registered array: its broadcast, or null where the relation has no tuple. */
+    private record Entry(Broadcast<double[]> values) {
+    }
+
+    private final Broadcast<double[]> values;
+    private transient BoundData data;
+
+    BoundArray(String table, Broadcast<double[]> values) {
+        super(PREFIX + table, KernelFn.ARRAY);
+        this.values = values;
+    }
+
+    /** Register `count` doubles read from `path` (null: the relation has no tuple) under
+     *  `table`, replacing what was registered under it. */
+    public static void bind(SparkSession spark, String table, String path, long count)
+            throws IOException {
+        unbind(table);
+        if (path == null) {
+            BOUND.put(table, new Entry(null));
+            return;
+        }
+        if (count > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(table + ": " + count
+                + " elements are more than a Java array holds");
+        }
+        double[] v = new double[(int) count];
+        try (FileChannel in = FileChannel.open(Path.of(path), StandardOpenOption.READ)) {
+            ByteBuffer bytes = in.map(FileChannel.MapMode.READ_ONLY, 0, 8L * count);
+            bytes.order(ByteOrder.LITTLE_ENDIAN).asDoubleBuffer().get(v);
+        }
+        BOUND.put(table, new Entry(JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(v)));
+    }
+
+    /** Forget `table`'s array and remove its broadcast from the executors. */
+    public static void unbind(String table) {
+        Entry old = BOUND.remove(table);
+        if (old != null && old.values() != null) {
+            old.values().destroy();
+        }
+    }
+
+    /** The function of `table`, or null when none is registered. */
+    static BoundArray of(String table) {
+        Entry e = BOUND.get(table);
+        return e == null ? null : new BoundArray(table, e.values());
+    }
+
+    @Override
+    public ArrayData produceResult(InternalRow input) {
+        if (values == null) {
+            return null;
+        }
+        if (data == null) {
+            data = new BoundData(values.value());
+        }
+        return data;
+    }
+
+    @Override
+    public String toString() {
+        return name();
+    }
+
+    @Override
+    public boolean isDeterministic() {
+        return false;
+    }
+}

@@ -1,0 +1,75 @@
+package sparseeinsum.spark;
+
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.DataType;
+
+/** A read-only DOUBLE array over a double[] that the kernels take as it is (`Operands`):
+ *  a bound input's values (`BoundArray`). */
+final class BoundData extends GenericArrayData {
+    final double[] values;
+
+    BoundData(double[] values) {
+        super(new Object[0]);
+        this.values = values;
+    }
+
+    @Override
+    public int numElements() {
+        return values.length;
+    }
+
+    @Override
+    public boolean isNullAt(int i) {
+        return false;
+    }
+
+    @Override
+    public double getDouble(int i) {
+        return values[i];
+    }
+
+    @Override
+    public Object get(int i, DataType type) {
+        return values[i];
+    }
+
+    @Override
+    public double[] toDoubleArray() {
+        return values.clone();
+    }
+
+    @Override
+    public Object[] array() {
+        Object[] boxed = new Object[values.length];
+        for (int i = 0; i < values.length; i++) {
+            boxed[i] = values[i];
+        }
+        return boxed;
+    }
+
+    @Override
+    public ArrayData copy() {
+        return this;
+    }
+
+    @Override
+    public void setNullAt(int i) {
+        throw new UnsupportedOperationException("a bound input is read-only");
+    }
+
+    @Override
+    public void update(int i, Object value) {
+        throw new UnsupportedOperationException("a bound input is read-only");
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other == this;
+    }
+
+    @Override
+    public int hashCode() {
+        return System.identityHashCode(this);
+    }
+}
