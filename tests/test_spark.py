@@ -422,10 +422,11 @@ def test_one_tuple_operands_are_converted_once_per_task(spark):
 
 
 def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
-    """With the JVM kernels, a one-tuple input over the bound size is a broadcast that
-    kernels call by name, never a scalar subquery copied into each task: a product with a
-    keyed operand, a fused chain, and an input with no tuple (all zeros) match NumPy; the
-    broadcast is gone once the session drops its table."""
+    """With the JVM kernels, a one-tuple input over the bound size, and a statement's one
+    tuple that a kernel reads as its constant, are broadcasts that kernels call by name,
+    never scalar subqueries copied into each task: products with a keyed operand, a fused
+    chain, and an input with no tuple (all zeros) match NumPy; the broadcasts are gone
+    once the session drops their tables."""
     if not jvm(spark):
         pytest.skip("the JVM kernels")
     from sparse_einsum.backends import spark_inputs
@@ -437,7 +438,8 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
     a, w, v = (sp.random(50, 6, density=0.3, format="csr", random_state=4),
                rng.normal(size=(6, 5)), rng.normal(size=(6, 5)))
     program = ("input A[i,j]\ninput W[j,k]\ninput V[j,k]\nY[i,k] = A[i,j] * W[j,k]\n"
-               "Z[j,k] = relu(W[j,k]) * V[j,k]\noutput Y\noutput Z")
+               "Z[j,k] = relu(W[j,k]) * V[j,k]\nT[i,k] = A[i,j] * Z[j,k]\n"
+               "output Y\noutput T")
     optimized, run = {}, spark.run
 
     def planned(step):
@@ -452,9 +454,12 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
             plan = session.plan("I,j,k,")
             compiled = session.compile(plan)
             loads = {s.label: s.target for s in compiled.steps if s.kind == "load"}
-            bound = [rel.table for label, rel in loads.items() if rel.bound]
+            bound = [s.target.table for s in compiled.steps if s.target.bound]
             assert sorted(label for label, rel in loads.items() if rel.bound) == \
                 ["load V", "load W"], loads
+            # Z, a statement's one tuple that T reads as its constant, is bound too
+            assert [s.target.tensor for s in compiled.steps
+                    if s.kind == "sql" and s.target.bound] == ["Z"]
             statements = " ".join(s.sql for s in compiled.steps if s.kind == "sql")
             assert "se_bound__" in statements and "(SELECT val FROM" not in statements
             got = session.run(plan).outputs
@@ -462,8 +467,8 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
         assert "se_bound__" in optimized["Y"] and "subquery" not in optimized["Y"].lower(), \
             optimized
         check(got["Y"], a @ w_in, "A W, W bound")
-        check(got["Z"], np.maximum(w_in, 0) * v, "relu(W) V, bound")
-        assert got["Y"].dtype == got["Z"].dtype == np.float64
+        check(got["T"], a @ (np.maximum(w_in, 0) * v), "A (relu(W) V), Z bound")
+        assert got["Y"].dtype == got["T"].dtype == np.float64
         for table in bound:
             with pytest.raises(Exception, match="se_bound__"):
                 spark.spark.sql(f"SELECT sparse_einsum.se_bound__{table}()").collect()

@@ -28,6 +28,7 @@ from importlib import import_module
 from typing import Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from ..blocks import Blocks
 from ..cost import CostParams
@@ -239,23 +240,28 @@ class SparkBackend(Backend):
         finally:
             self._inputs.remove(rel.table)
 
-    def _bind(self, rel: TableRelation, table) -> None:
-        """A bound input (`SparkNativeDialect.binds`): its one tuple's array handed to the
-        driver's JVM through a file of doubles and broadcast from there, registered under
-        its table (`BoundArray` in the jar), with a view of it for the statements that
-        join it."""
-        path, count = None, 0
-        if table.num_rows:
-            values = np.ascontiguousarray(table.column("val").combine_chunks().flatten(),
-                                          dtype="<f8")
-            path, count = self._scratch.subdir("inputs") / f"{rel.table}.f8", values.size
-            values.tofile(path)
-        try:
-            self.spark._jvm.sparseeinsum.spark.BoundArray.bind(
-                self.spark._jsparkSession, rel.table, None if path is None else str(path), count)
-        finally:
-            if path is not None:
-                path.unlink(missing_ok=True)
+    def _bind(self, rel: TableRelation, source) -> None:
+        """A bound relation (`TableRelation.bound`) as a broadcast registered under its
+        table (`BoundArray` in the jar), with a view of it for the statements that join
+        it. An input's one tuple (an Arrow table, `source`) reaches the driver's JVM through
+        a file of doubles; a statement's (a DataFrame) is computed and collected there, not
+        cached in the executors."""
+        bound = self.spark._jvm.sparseeinsum.spark.BoundArray
+        if not isinstance(source, pa.Table):
+            bound.bindFrame(self.spark._jsparkSession, rel.table, source._jdf)
+        else:
+            path, count = None, 0
+            if source.num_rows:
+                values = np.ascontiguousarray(source.column("val").combine_chunks().flatten(),
+                                              dtype="<f8")
+                path, count = self._scratch.subdir("inputs") / f"{rel.table}.f8", values.size
+                values.tofile(path)
+            try:
+                bound.bind(self.spark._jsparkSession, rel.table,
+                           None if path is None else str(path), count)
+            finally:
+                if path is not None:
+                    path.unlink(missing_ok=True)
         self._bound.add(rel.table)
         value = SQL(self.dialect.constant(rel))
         self.execute(render("spark/bound_view", self.dialect.quote, view=rel.table, value=value))
@@ -390,8 +396,11 @@ class SparkBackend(Backend):
         try:
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
-            self.materialize(step.target.table,
-                             self.spark.sql(statement_query(step, self.dialect)), step.reads)
+            frame = self.spark.sql(statement_query(step, self.dialect))
+            if step.target.bound:
+                self._bind(step.target, frame)
+            else:
+                self.materialize(step.target.table, frame, step.reads)
         finally:
             if partitions and not jvm_ended():
                 self.spark.conf.set(SHUFFLE_PARTITIONS, previous)

@@ -113,6 +113,20 @@ class Compiler:
                              shape=self.dag.shapes[tensor], tiling=tiling,
                              labels=self.dag.labels_of(tensor), sparse=sparse)
 
+    def _bound(self, rel: TableRelation) -> TableRelation:
+        """`rel`, read as a kernel's constant, bound where the dialect binds it and a
+        statement of this plan makes it (its step is then stored, never streamed: the
+        backend binds its view); inputs are bound when loaded."""
+        producer = next((n for n, s in enumerate(self.steps)
+                         if s.kind == "sql" and s.target.table == rel.table), None)
+        if rel.bound or producer is None or not self.d.binds(rel):
+            return rel
+        bound = replace(rel, bound=True)
+        self.steps[producer] = replace(self.steps[producer], target=bound)
+        self.relations = {key: bound if r.table == rel.table else r
+                          for key, r in self.relations.items()}
+        return bound
+
     def relation(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
         """The relation of `tensor` tiled by `tiling` with dense or sparse payloads,
         loading, repartitioning or converting as needed."""
@@ -240,6 +254,9 @@ class Compiler:
         up = self.plan.keyed(self.dag, v)
         ranges = {l: key_range(choice.tile(l), sizes[l]) for l in up}
         dom = self._vertex_domain(v, b, inputs, up, ranges)
+        if dom.constant is not None:
+            inputs = list(inputs)
+            inputs[dom.constant] = self._bound(inputs[dom.constant])
         spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in dom.joined]
         agg_promoted = [l for l in v.agg_labels if l in up]

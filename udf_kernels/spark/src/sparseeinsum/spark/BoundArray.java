@@ -10,15 +10,18 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 
 /**
- * se_bound__&lt;table&gt;(): a one-tuple input's array, held once per JVM as a Spark
+ * se_bound__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
  * broadcast instead of in a table. The driver reads it from a file of little-endian
- * doubles (`bind`) and registers it under the table's name; the catalog binds each call to
+ * doubles (`bind`: an input) or computes it (`bindFrame`: a statement's result) and
+ * registers it under the table's name; the catalog binds each call to
  * the broadcast, which travels with the task as a handle (a scalar subquery would put the
  * whole array into every task). Each call returns the same `BoundData`, which the kernels
  * read without a copy. Not deterministic, so that Spark never folds it into a literal.
@@ -43,21 +46,32 @@ public class BoundArray extends Bound implements ScalarFunction<ArrayData> {
      *  `table`, replacing what was registered under it. */
     public static void bind(SparkSession spark, String table, String path, long count)
             throws IOException {
+        double[] v = null;
+        if (path != null) {
+            if (count > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException(table + ": " + count
+                    + " elements are more than a Java array holds");
+            }
+            v = new double[(int) count];
+            try (FileChannel in = FileChannel.open(Path.of(path), StandardOpenOption.READ)) {
+                ByteBuffer bytes = in.map(FileChannel.MapMode.READ_ONLY, 0, 8L * count);
+                bytes.order(ByteOrder.LITTLE_ENDIAN).asDoubleBuffer().get(v);
+            }
+        }
+        register(spark, table, v);
+    }
+
+    /** Compute the one-tuple `frame` and register its array under `table`. */
+    public static void bindFrame(SparkSession spark, String table, Dataset<Row> frame) {
+        InternalRow[] rows = frame.select("val").queryExecution().executedPlan().executeCollect();
+        register(spark, table, rows.length == 0 || rows[0].isNullAt(0) ? null
+            : Arrays2.doubles(rows[0].getArray(0), PREFIX + table, "its array"));
+    }
+
+    private static void register(SparkSession spark, String table, double[] values) {
         unbind(table);
-        if (path == null) {
-            BOUND.put(table, new Entry(null));
-            return;
-        }
-        if (count > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException(table + ": " + count
-                + " elements are more than a Java array holds");
-        }
-        double[] v = new double[(int) count];
-        try (FileChannel in = FileChannel.open(Path.of(path), StandardOpenOption.READ)) {
-            ByteBuffer bytes = in.map(FileChannel.MapMode.READ_ONLY, 0, 8L * count);
-            bytes.order(ByteOrder.LITTLE_ENDIAN).asDoubleBuffer().get(v);
-        }
-        BOUND.put(table, new Entry(JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(v)));
+        BOUND.put(table, new Entry(values == null ? null
+            : JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(values)));
     }
 
     /** Forget `table`'s array and remove its broadcast from the executors. */
