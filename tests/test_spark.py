@@ -422,7 +422,7 @@ def test_one_tuple_operands_are_converted_once_per_task(spark):
 
 
 def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
-    """With the JVM kernels, a one-tuple input over the bound size, and a statement's one
+    """With the JVM kernels, a one-tuple input over the broadcast size, and a statement's one
     tuple that a kernel reads as its constant, are broadcasts that kernels call by name,
     never scalar subqueries copied into each task: products with a keyed operand, a fused
     chain, and an input with no tuple (all zeros) match NumPy; the broadcasts are gone
@@ -431,7 +431,7 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
         pytest.skip("the JVM kernels")
     from sparse_einsum.backends import spark_inputs
     from sparse_einsum.sql import spark as spark_sql
-    monkeypatch.setattr(spark_sql, "BIND_BYTES", 0)
+    monkeypatch.setattr(spark_sql, "BROADCAST_BYTES", 0)
     # A from a file: Spark would compute a projection of rows inside the plan when planning
     monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
     rng = np.random.default_rng(4)
@@ -454,24 +454,24 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
             plan = session.plan("I,j,k,")
             compiled = session.compile(plan)
             loads = {s.label: s.target for s in compiled.steps if s.kind == "load"}
-            bound = [s.target.table for s in compiled.steps if s.target.bound]
-            assert sorted(label for label, rel in loads.items() if rel.bound) == \
+            shared = [s.target.table for s in compiled.steps if s.target.broadcast]
+            assert sorted(label for label, rel in loads.items() if rel.broadcast) == \
                 ["load V", "load W"], loads
-            # Z, a statement's one tuple that T reads as its constant, is bound too
+            # Z, a statement's one tuple that T reads as its constant, is one too
             assert [s.target.tensor for s in compiled.steps
-                    if s.kind == "sql" and s.target.bound] == ["Z"]
+                    if s.kind == "sql" and s.target.broadcast] == ["Z"]
             statements = " ".join(s.sql for s in compiled.steps if s.kind == "sql")
-            assert "se_bound__" in statements and "(SELECT val FROM" not in statements
+            assert "se_broadcast__" in statements and "(SELECT val FROM" not in statements
             got = session.run(plan).outputs
         # Spark keeps the call (a literal would be folded in and copied into tasks)
-        assert "se_bound__" in optimized["Y"] and "subquery" not in optimized["Y"].lower(), \
+        assert "se_broadcast__" in optimized["Y"] and "subquery" not in optimized["Y"].lower(), \
             optimized
-        check(got["Y"], a @ w_in, "A W, W bound")
-        check(got["T"], a @ (np.maximum(w_in, 0) * v), "A (relu(W) V), Z bound")
+        check(got["Y"], a @ w_in, "A W, W a broadcast")
+        check(got["T"], a @ (np.maximum(w_in, 0) * v), "A (relu(W) V), Z a broadcast")
         assert got["Y"].dtype == got["T"].dtype == np.float64
-        for table in bound:
-            with pytest.raises(Exception, match="se_bound__"):
-                spark.spark.sql(f"SELECT sparse_einsum.se_bound__{table}()").collect()
+        for table in shared:
+            with pytest.raises(Exception, match="se_broadcast__"):
+                spark.spark.sql(f"SELECT sparse_einsum.se_broadcast__{table}()").collect()
 
 
 def _packed(x: np.ndarray, fill: float = 0.0) -> list[float]:

@@ -2,20 +2,20 @@
 
 Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the executors
 run on this machine and the input is large, through a temporary Parquet file
-(`spark_inputs`); Parquet files the user names are read in place. With the JVM kernels, a
-large one-tuple input is instead a broadcast the driver's JVM reads from a file, which
-kernels call by name (`_bind`). Every statement is a temporary view, computed when it is
-issued and persisted in the executors (memory, then disk), with its lineage kept and cut
-by a reliable checkpoint every few statements (`SparkBackend.materialize`); results come
-back through Arrow (``toArrow``). The backend's temporary data on this machine, and who
-removes it: `spark_scratch`. Kernels run in the JVM, from the kernel jar's function
-catalog (`sql.spark.SparkNativeDialect`), on a session that has it (`start_session` adds
-it); on a session without it (a managed cluster that refuses jars) they are Arrow UDFs
-registered for the statement that calls them, with a warning and a note in explain. Their
-code is pickled by value, so the executors need the Python packages the kernels import
-(numpy, scipy, pyarrow, and pandas for pyspark's Arrow path), not sparse-einsum itself.
-How a session is started, and how Spark's failures become one-line errors:
-`spark_session`."""
+(`spark_inputs`); Parquet files the user names are read in place. With the JVM kernels,
+large one-tuple arrays (inputs, and statements' results that kernels read as constants)
+are broadcasts from the driver's JVM instead, which kernels call by name (`_broadcast`). Every
+statement is a temporary view, computed when it is issued and persisted in the executors
+(memory, then disk), with its lineage kept and cut by a reliable checkpoint every few
+statements (`SparkBackend.materialize`); results come back through Arrow (``toArrow``).
+The backend's temporary data on this machine, and who removes it: `spark_scratch`. Kernels
+run in the JVM, from the kernel jar's function catalog (`sql.spark.SparkNativeDialect`),
+on a session that has it (`start_session` adds it); on a session without it (a managed
+cluster that refuses jars) they are Arrow UDFs registered for the statement that calls
+them, with a warning and a note in explain. Their code is pickled by value, so the
+executors need the Python packages the kernels import (numpy, scipy, pyarrow, and pandas
+for pyspark's Arrow path), not sparse-einsum itself. How a session is started, and how
+Spark's failures become one-line errors: `spark_session`."""
 from __future__ import annotations
 
 import functools
@@ -115,7 +115,7 @@ class SparkBackend(Backend):
         # checkpointed when made, so that dropping those cannot cut their lineage
         self.rooted: set[str] = set()
         self._bytes: dict[str, int] = {}          # view -> bytes of its cached data
-        self._bound: set[str] = set()             # bound inputs' views (`_bind`)
+        self._broadcasts: set[str] = set()        # broadcast relations' views
         self._memory, self._task_memory = self._memory_settings()
         self._inputs = InputFiles(self.parallelism, readable=is_local(self._master()),
                                   scratch=self._scratch)
@@ -134,8 +134,8 @@ class SparkBackend(Backend):
         if missing is None:
             for key, value in AGGREGATE_CONFIG.items():
                 self.spark.conf.set(key, value)
-            # the driver registers bound inputs (not a Spark Connect client)
-            return SparkNativeDialect(bind_inputs=hasattr(self.spark, "_jsparkSession"))
+            # the driver registers broadcast arrays (not a Spark Connect client)
+            return SparkNativeDialect(broadcast_arrays=hasattr(self.spark, "_jsparkSession"))
         if native:
             raise BackendError(f"the Spark JVM kernels are not available: {missing}")
         self.fallback = missing
@@ -208,10 +208,10 @@ class SparkBackend(Backend):
         """Stop the session if this backend started it (after its JVM ended, only let the
         next session start a new one); remove the temporary directory."""
         self._inputs.close()
-        if self._bound and not jvm_ended():
-            for view in self._bound:
-                self.spark._jvm.sparseeinsum.spark.BoundArray.unbind(view)
-        self._bound.clear()
+        if self._broadcasts and not jvm_ended():
+            for view in self._broadcasts:
+                self.spark._jvm.sparseeinsum.spark.BroadcastArray.remove(view)
+        self._broadcasts.clear()
         if self._owns:
             self._owns = False
             if not jvm_ended():
@@ -226,8 +226,8 @@ class SparkBackend(Backend):
         they are, with no job: they are in the plan already, and a lost executor loses
         nothing of them. A larger one is materialized from its Parquet file."""
         table = arrow_relation(rel, blocks)
-        if rel.bound:
-            self._bind(rel, table)
+        if rel.broadcast:
+            self._broadcast(rel, table)
             return
         try:
             frame = self._inputs.frame(self.spark, rel.table, table)
@@ -240,15 +240,15 @@ class SparkBackend(Backend):
         finally:
             self._inputs.remove(rel.table)
 
-    def _bind(self, rel: TableRelation, source) -> None:
-        """A bound relation (`TableRelation.bound`) as a broadcast registered under its
-        table (`BoundArray` in the jar), with a view of it for the statements that join
+    def _broadcast(self, rel: TableRelation, source) -> None:
+        """A relation (`TableRelation.broadcast`) as a Spark broadcast registered under its
+        table (`BroadcastArray` in the jar), with a view of it for the statements that join
         it. An input's one tuple (an Arrow table, `source`) reaches the driver's JVM through
         a file of doubles; a statement's (a DataFrame) is computed and collected there, not
         cached in the executors."""
-        bound = self.spark._jvm.sparseeinsum.spark.BoundArray
+        shared = self.spark._jvm.sparseeinsum.spark.BroadcastArray
         if not isinstance(source, pa.Table):
-            bound.bindFrame(self.spark._jsparkSession, rel.table, source._jdf)
+            shared.fromFrame(self.spark._jsparkSession, rel.table, source._jdf)
         else:
             path, count = None, 0
             if source.num_rows:
@@ -257,14 +257,14 @@ class SparkBackend(Backend):
                 path, count = self._scratch.subdir("inputs") / f"{rel.table}.f8", values.size
                 values.tofile(path)
             try:
-                bound.bind(self.spark._jsparkSession, rel.table,
+                shared.fromFile(self.spark._jsparkSession, rel.table,
                            None if path is None else str(path), count)
             finally:
                 if path is not None:
                     path.unlink(missing_ok=True)
-        self._bound.add(rel.table)
+        self._broadcasts.add(rel.table)
         value = SQL(self.dialect.constant(rel))
-        self.execute(render("spark/bound_view", self.dialect.quote, view=rel.table, value=value))
+        self.execute(render("spark/broadcast_view", self.dialect.quote, view=rel.table, value=value))
         self._frames[rel.table] = (None, None)
 
     @_reported
@@ -328,9 +328,9 @@ class SparkBackend(Backend):
             return
         self.execute(render("common/drop_view", self.dialect.quote, table=view))
         frame, checkpointed = self._frames.pop(view, (None, None))
-        if view in self._bound:
-            self._bound.discard(view)
-            self.spark._jvm.sparseeinsum.spark.BoundArray.unbind(view)
+        if view in self._broadcasts:
+            self._broadcasts.discard(view)
+            self.spark._jvm.sparseeinsum.spark.BroadcastArray.remove(view)
         self._depth.pop(view, None)
         self._bytes.pop(view, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
@@ -397,8 +397,8 @@ class SparkBackend(Backend):
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
             frame = self.spark.sql(statement_query(step, self.dialect))
-            if step.target.bound:
-                self._bind(step.target, frame)
+            if step.target.broadcast:
+                self._broadcast(step.target, frame)
             else:
                 self.materialize(step.target.table, frame, step.reads)
         finally:

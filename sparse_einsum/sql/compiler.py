@@ -113,19 +113,19 @@ class Compiler:
                              shape=self.dag.shapes[tensor], tiling=tiling,
                              labels=self.dag.labels_of(tensor), sparse=sparse)
 
-    def _bound(self, rel: TableRelation) -> TableRelation:
-        """`rel`, read as a kernel's constant, bound where the dialect binds it and a
-        statement of this plan makes it (its step is then stored, never streamed: the
-        backend binds its view); inputs are bound when loaded."""
+    def _broadcast(self, rel: TableRelation) -> TableRelation:
+        """`rel`, read as a kernel's constant, a broadcast where the dialect makes it one
+        and a statement of this plan computes it (that step is then stored, never
+        streamed); inputs are made broadcasts when loaded."""
         producer = next((n for n, s in enumerate(self.steps)
                          if s.kind == "sql" and s.target.table == rel.table), None)
-        if rel.bound or producer is None or not self.d.binds(rel):
+        if rel.broadcast or producer is None or not self.d.broadcasts(rel):
             return rel
-        bound = replace(rel, bound=True)
-        self.steps[producer] = replace(self.steps[producer], target=bound)
-        self.relations = {key: bound if r.table == rel.table else r
+        shared = replace(rel, broadcast=True)
+        self.steps[producer] = replace(self.steps[producer], target=shared)
+        self.relations = {key: shared if r.table == rel.table else r
                           for key, r in self.relations.items()}
-        return bound
+        return shared
 
     def relation(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
         """The relation of `tensor` tiled by `tiling` with dense or sparse payloads,
@@ -135,7 +135,7 @@ class Compiler:
             return self.relations[key]
         if tensor in self.dag.inputs and tensor not in self.stored:
             rel = self._new_rel(tensor, tiling, sparse)
-            rel = replace(rel, bound=True) if self.d.binds(rel) else rel
+            rel = replace(rel, broadcast=True) if self.d.broadcasts(rel) else rel
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
@@ -256,7 +256,7 @@ class Compiler:
         dom = self._vertex_domain(v, b, inputs, up, ranges)
         if dom.constant is not None:
             inputs = list(inputs)
-            inputs[dom.constant] = self._bound(inputs[dom.constant])
+            inputs[dom.constant] = self._broadcast(inputs[dom.constant])
         spec = vertex_kernel(v, choice)
         lists = [not inputs[k].is_scalar for k in dom.joined]
         agg_promoted = [l for l in v.agg_labels if l in up]

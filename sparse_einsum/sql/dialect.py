@@ -93,8 +93,9 @@ class Dialect:
     def nonzero(self, x: str) -> str:
         return f"{x} <> 0" if self.integers else self.nonzero_sql.format(x=x)
 
-    def binds(self, rel: TableRelation) -> bool:
-        """Whether the loaded input `rel` is bound (`TableRelation.bound`)."""
+    def broadcasts(self, rel: TableRelation) -> bool:
+        """Whether one-tuple relation `rel` (an input, or a statement's result that a kernel
+        reads as its constant) is a broadcast (`TableRelation.broadcast`)."""
         return False
 
     def constant(self, rel: TableRelation) -> str:

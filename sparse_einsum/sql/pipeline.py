@@ -52,7 +52,7 @@ def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, 
     merged: dict[int, Step] = dict(enumerate(steps))
     for k, step in enumerate(steps):
         users = readers.get(step.target.table, set()) - {k}
-        if step.kind != "sql" or step.target.table in kept or step.target.bound:
+        if step.kind != "sql" or step.target.table in kept or step.target.broadcast:
             continue
         if (step.recomputed and into is None and len(users) > 1 and not merged[k].pipelined
                 and all(len(merged[r].pipelined) < depth for r in users)):

@@ -31,9 +31,9 @@ from .udf import UDFDialect
 
 SCALAR_UDF_PREFIX = "se_"     # se_div(a, b), se_log(x), se_divc(x, c): see scalar_kernel
 KERNEL_CATALOG = "sparse_einsum"     # the name the kernel jar's function catalog is given
-BOUND_PREFIX = "se_bound__"          # se_bound__<table>(): a bound input's array
-# one-tuple inputs of at least this many payload bytes are bound (with `bind_inputs`)
-BIND_BYTES = 2 << 20
+BROADCAST_PREFIX = "se_broadcast__"   # se_broadcast__<table>(): a broadcast relation's array
+# one-tuple arrays of at least this many bytes are broadcasts (with `broadcast_arrays`)
+BROADCAST_BYTES = 2 << 20
 
 
 class _SparkSQL(Dialect):
@@ -77,23 +77,23 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
     null_arrays_are_zeros = True
     kernels = "JVM: the sparse_einsum kernel jar's Spark function catalog"
 
-    def __init__(self, integers: bool = False, bind_inputs: bool = False):
+    def __init__(self, integers: bool = False, broadcast_arrays: bool = False):
         super().__init__(integers)
-        # large one-tuple inputs are Spark broadcasts that kernels read by name
-        # (`BoundArray` in the jar; set by a backend whose driver registers them)
-        self.bind_inputs = bind_inputs
+        # large one-tuple arrays are Spark broadcasts that kernels read by name
+        # (`BroadcastArray` in the jar; set by a backend whose driver registers them)
+        self.broadcast_arrays = broadcast_arrays
 
     def variant(self, integers: bool) -> "SparkNativeDialect":
-        return self if integers == self.integers else type(self)(integers, self.bind_inputs)
+        return self if integers == self.integers else type(self)(integers, self.broadcast_arrays)
 
-    def binds(self, rel: TableRelation) -> bool:
-        return (self.bind_inputs and not rel.keyed and not rel.is_scalar
-                and 8 * rel.sub_size >= BIND_BYTES)
+    def broadcasts(self, rel: TableRelation) -> bool:
+        return (self.broadcast_arrays and not rel.keyed and not rel.is_scalar
+                and 8 * rel.sub_size >= BROADCAST_BYTES)
 
     def constant(self, rel: TableRelation) -> str:
-        """A bound input as the call of its function: the broadcast's handle travels with
-        each task (a scalar subquery's value is copied into every task)."""
-        return f"{self.functions}{BOUND_PREFIX}{rel.table}()" if rel.bound \
+        """A broadcast relation as the call of its function: the broadcast's handle
+        travels with each task (a scalar subquery's value is copied into every task)."""
+        return f"{self.functions}{BROADCAST_PREFIX}{rel.table}()" if rel.broadcast \
             else super().constant(rel)
 
     def kernel(self, step: StepBuilder, spec: KernelSpec, args: list[str], lists: list[bool],
@@ -101,7 +101,7 @@ class SparkNativeDialect(NativeDialect, _SparkSQL):
                sparse: tuple[bool, ...] = ()) -> str:
         """The one-tuple operand, if any, as a scalar subquery (Spark computes it once and
         passes the same literal with every row, which the kernels convert once; joined,
-        each row copied the whole array), or a bound input's function."""
+        each row copied the whole array), or a broadcast relation's function."""
         if constant is not None:
             k, relation = constant
             args, lists = list(args), list(lists)

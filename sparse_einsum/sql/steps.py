@@ -23,9 +23,9 @@ class TableRelation:
     tiling: Tiling                 # tile size per axis
     labels: tuple[str, ...]        # the tensor's labels, one per axis
     sparse: bool = False           # payloads packed sparse (see `sparse_einsum.blocks`)
-    # a one-tuple input the engine holds once per machine and kernels read by name, not
-    # from a table (`Dialect.binds`)
-    bound: bool = False
+    # a one-tuple array the engine holds once per machine and kernels read by name, not
+    # from a table (`Dialect.broadcasts`)
+    broadcast: bool = False
 
     @property
     def keyed(self) -> tuple[int, ...]:

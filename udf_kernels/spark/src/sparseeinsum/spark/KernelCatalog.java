@@ -86,8 +86,8 @@ public class KernelCatalog implements FunctionCatalog {
     @Override
     public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
         String called = ident.name().toLowerCase();
-        if (ident.namespace().length == 0 && called.startsWith(BoundArray.PREFIX)) {
-            return bound(ident, called.substring(BoundArray.PREFIX.length()));
+        if (ident.namespace().length == 0 && called.startsWith(BroadcastArray.PREFIX)) {
+            return broadcast(ident, called.substring(BroadcastArray.PREFIX.length()));
         }
         Binder binder = ident.namespace().length == 0 ? FUNCTIONS.get(ident.name().toLowerCase()) : null;
         if (binder == null) {
@@ -122,9 +122,9 @@ public class KernelCatalog implements FunctionCatalog {
         };
     }
 
-    /** se_bound__<table>(): the array registered under `table` (`BoundArray`). */
-    private static UnboundFunction bound(Identifier ident, String table) throws NoSuchFunctionException {
-        BoundArray fn = BoundArray.of(table);
+    /** se_broadcast__<table>(): the array registered under `table` (`BroadcastArray`). */
+    private static UnboundFunction broadcast(Identifier ident, String table) throws NoSuchFunctionException {
+        BroadcastArray fn = BroadcastArray.of(table);
         if (fn == null) {
             throw new NoSuchFunctionException(ident);
         }

@@ -5,11 +5,11 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.DataType;
 
 /** A read-only DOUBLE array over a double[] that the kernels take as it is (`Operands`):
- *  a bound input's values (`BoundArray`). */
-final class BoundData extends GenericArrayData {
+ *  a broadcast relation's values (`BroadcastArray`). */
+final class BroadcastData extends GenericArrayData {
     final double[] values;
 
-    BoundData(double[] values) {
+    BroadcastData(double[] values) {
         super(new Object[0]);
         this.values = values;
     }
@@ -55,12 +55,12 @@ final class BoundData extends GenericArrayData {
 
     @Override
     public void setNullAt(int i) {
-        throw new UnsupportedOperationException("a bound input is read-only");
+        throw new UnsupportedOperationException("a broadcast array is read-only");
     }
 
     @Override
     public void update(int i, Object value) {
-        throw new UnsupportedOperationException("a bound input is read-only");
+        throw new UnsupportedOperationException("a broadcast array is read-only");
     }
 
     @Override

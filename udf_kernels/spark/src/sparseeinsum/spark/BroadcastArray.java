@@ -18,33 +18,33 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 
 /**
- * se_bound__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
+ * se_broadcast__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
  * broadcast instead of in a table. The driver reads it from a file of little-endian
- * doubles (`bind`: an input) or computes it (`bindFrame`: a statement's result) and
- * registers it under the table's name; the catalog binds each call to
- * the broadcast, which travels with the task as a handle (a scalar subquery would put the
- * whole array into every task). Each call returns the same `BoundData`, which the kernels
- * read without a copy. Not deterministic, so that Spark never folds it into a literal.
+ * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result) and
+ * registers it under the table's name; the catalog binds each call to the broadcast,
+ * which travels with the task as a handle (a scalar subquery would put the whole array
+ * into every task). Each call returns the same `BroadcastData`, which the kernels read
+ * without a copy. Not deterministic, so that Spark never folds it into a literal.
  */
-public class BoundArray extends Bound implements ScalarFunction<ArrayData> {
-    static final String PREFIX = "se_bound__";
-    private static final Map<String, Entry> BOUND = new ConcurrentHashMap<>();
+public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
+    static final String PREFIX = "se_broadcast__";
+    private static final Map<String, Entry> REGISTERED = new ConcurrentHashMap<>();
 
     /** A registered array: its broadcast, or null where the relation has no tuple. */
     private record Entry(Broadcast<double[]> values) {
     }
 
     private final Broadcast<double[]> values;
-    private transient BoundData data;
+    private transient BroadcastData data;
 
-    BoundArray(String table, Broadcast<double[]> values) {
+    BroadcastArray(String table, Broadcast<double[]> values) {
         super(PREFIX + table, KernelFn.ARRAY);
         this.values = values;
     }
 
     /** Register `count` doubles read from `path` (null: the relation has no tuple) under
      *  `table`, replacing what was registered under it. */
-    public static void bind(SparkSession spark, String table, String path, long count)
+    public static void fromFile(SparkSession spark, String table, String path, long count)
             throws IOException {
         double[] v = null;
         if (path != null) {
@@ -62,30 +62,30 @@ public class BoundArray extends Bound implements ScalarFunction<ArrayData> {
     }
 
     /** Compute the one-tuple `frame` and register its array under `table`. */
-    public static void bindFrame(SparkSession spark, String table, Dataset<Row> frame) {
+    public static void fromFrame(SparkSession spark, String table, Dataset<Row> frame) {
         InternalRow[] rows = frame.select("val").queryExecution().executedPlan().executeCollect();
         register(spark, table, rows.length == 0 || rows[0].isNullAt(0) ? null
             : Arrays2.doubles(rows[0].getArray(0), PREFIX + table, "its array"));
     }
 
     private static void register(SparkSession spark, String table, double[] values) {
-        unbind(table);
-        BOUND.put(table, new Entry(values == null ? null
+        remove(table);
+        REGISTERED.put(table, new Entry(values == null ? null
             : JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(values)));
     }
 
     /** Forget `table`'s array and remove its broadcast from the executors. */
-    public static void unbind(String table) {
-        Entry old = BOUND.remove(table);
+    public static void remove(String table) {
+        Entry old = REGISTERED.remove(table);
         if (old != null && old.values() != null) {
             old.values().destroy();
         }
     }
 
     /** The function of `table`, or null when none is registered. */
-    static BoundArray of(String table) {
-        Entry e = BOUND.get(table);
-        return e == null ? null : new BoundArray(table, e.values());
+    static BroadcastArray of(String table) {
+        Entry e = REGISTERED.get(table);
+        return e == null ? null : new BroadcastArray(table, e.values());
     }
 
     @Override
@@ -94,7 +94,7 @@ public class BoundArray extends Bound implements ScalarFunction<ArrayData> {
             return null;
         }
         if (data == null) {
-            data = new BoundData(values.value());
+            data = new BroadcastData(values.value());
         }
         return data;
     }
