@@ -85,15 +85,14 @@ public class KernelCatalog implements FunctionCatalog {
 
     @Override
     public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
-        String called = ident.name().toLowerCase();
-        if (ident.namespace().length == 0 && called.startsWith(BroadcastArray.PREFIX)) {
-            return broadcast(ident, called.substring(BroadcastArray.PREFIX.length()));
+        String fn = ident.name().toLowerCase();
+        if (ident.namespace().length == 0 && fn.startsWith(BroadcastArray.PREFIX)) {
+            return broadcast(ident, fn.substring(BroadcastArray.PREFIX.length()));
         }
-        Binder binder = ident.namespace().length == 0 ? FUNCTIONS.get(ident.name().toLowerCase()) : null;
+        Binder binder = ident.namespace().length == 0 ? FUNCTIONS.get(fn) : null;
         if (binder == null) {
             throw new NoSuchFunctionException(ident);
         }
-        String fn = called;
         return new UnboundFunction() {
             @Override
             public String name() {
@@ -136,7 +135,7 @@ public class KernelCatalog implements FunctionCatalog {
 
             @Override
             public String description() {
-                return fn.name() + ": the array of the one-tuple input " + table;
+                return fn.name() + ": the array of the one-tuple relation " + table;
             }
 
             @Override
