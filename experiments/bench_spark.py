@@ -4,7 +4,7 @@ Table 2 columns Opt / 2nd / 3rd).
 
     python -m experiments.bench_spark [--dataset ogbn-arxiv] [--workers 1,2] [--local 2]
         [--top 3] [--repeats 3] [--no-warmup] [--hidden 256] [--worker-memory 4096]
-        [--out experiments/results]
+        [--master spark://host:7077 ...] [--out experiments/results]
 
 Each configuration is what a user runs: a `Session` on the program and the data with
 the backend (Spark: ``local-cluster[W,1,MB]``, W worker processes of one core each, and
@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-warmup", action="store_true",
                     help="time the first runs too (at ogbn-arxiv size a run takes minutes)")
     ap.add_argument("--worker-memory", type=int, default=4096, help="MB per worker")
+    ap.add_argument("--master", action="append", default=[],
+                    help="also run on this Spark master (a cluster: spark://host:7077, yarn, "
+                         "k8s://...), with its own settings; repeatable")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     tables_dir, generated_dir = output_dirs(args.out, args.publish)
@@ -133,12 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         rows += run_configuration("duckdb", duck, w, args.top, args.repeats, reference, scale,
                                   log)
     from sparse_einsum.backends.spark import SparkBackend
-    masters = [f"local[{args.local}]"] if args.local else []
-    masters += [f"local-cluster[{n},1,{args.worker_memory}]"
-                for n in filter(None, args.workers.split(","))]
-    for master in masters:
-        slots = args.local if master.startswith("local[") else int(master[14:].split(",")[0])
-        config = {"spark.sql.shuffle.partitions": str(4 * slots)}
+    runs = [(f"local[{args.local}]", args.local)] if args.local else []
+    runs += [(f"local-cluster[{n},1,{args.worker_memory}]", int(n))
+             for n in filter(None, args.workers.split(","))]
+    runs += [(master, None) for master in args.master]     # a cluster: its own settings
+    for master, slots in runs:
+        config = {} if slots is None else {"spark.sql.shuffle.partitions": str(4 * slots)}
         if master.startswith("local-cluster"):
             config |= {"spark.executor.memory": f"{args.worker_memory - 512}m",
                        "spark.driver.memory": "4g"}

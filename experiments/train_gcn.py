@@ -169,12 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--iterations", type=int, help="time single iterations")
     ap.add_argument("--backend", default="duckdb", choices=("duckdb", "postgres", "spark"))
     ap.add_argument("--dsn")
+    ap.add_argument("--master", help="Spark: the master (default local[*]; a cluster's URL)")
     ap.add_argument("--memory-limit", dest="memory_limit")
     ap.add_argument("--plan", default="optimal")
     ap.add_argument("--udf-kernels", action="store_true",
                     help="DuckDB: NumPy UDF kernels instead of the native extension")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.master and args.backend != "spark":
+        ap.error("--master applies to --backend spark")
     tables, _ = output_dirs(args.out, args.publish)
     provenance = harness.Provenance("train_gcn", argv)
     print(provenance.header())
@@ -183,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"graph {args.graph}: {data['A'].shape[0]} nodes, {data['A'].nnz} non-zeros of A, "
           f"{data['X'].shape[1]} features, hidden {args.hidden}; data made in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
-    options = {k: v for k, v in (("dsn", args.dsn), ("memory_limit", args.memory_limit)) if v}
+    options = {k: v for k, v in (("dsn", args.dsn), ("memory_limit", args.memory_limit),
+                                 ("master", args.master)) if v}
     if args.udf_kernels:
         options["native"] = False
     start = time.perf_counter()
