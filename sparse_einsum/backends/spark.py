@@ -28,7 +28,6 @@ from importlib import import_module
 from typing import Callable, Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from ..blocks import Blocks
 from ..cost import CostParams
@@ -210,7 +209,7 @@ class SparkBackend(Backend):
         self._inputs.close()
         if self._broadcasts and not jvm_ended():
             for view in self._broadcasts:
-                self.spark._jvm.sparseeinsum.spark.BroadcastArray.remove(view)
+                self._arrays.remove(view)
         self._broadcasts.clear()
         if self._owns:
             self._owns = False
@@ -227,7 +226,7 @@ class SparkBackend(Backend):
         nothing of them. A larger one is materialized from its Parquet file."""
         table = arrow_relation(rel, blocks)
         if rel.broadcast:
-            self._broadcast(rel, table)
+            self._broadcast_input(rel, table)
             return
         try:
             frame = self._inputs.frame(self.spark, rel.table, table)
@@ -240,31 +239,33 @@ class SparkBackend(Backend):
         finally:
             self._inputs.remove(rel.table)
 
-    def _broadcast(self, rel: TableRelation, source) -> None:
-        """A relation (`TableRelation.broadcast`) as a Spark broadcast registered under its
-        table (`BroadcastArray` in the jar), with a view of it for the statements that join
-        it. An input's one tuple (an Arrow table, `source`) reaches the driver's JVM through
-        a file of doubles; a statement's (a DataFrame) is computed and collected there, not
-        cached in the executors."""
-        shared = self.spark._jvm.sparseeinsum.spark.BroadcastArray
-        if not isinstance(source, pa.Table):
-            shared.fromFrame(self.spark._jsparkSession, rel.table, source._jdf)
-        else:
-            path, count = None, 0
-            if source.num_rows:
-                values = np.ascontiguousarray(source.column("val").combine_chunks().flatten(),
-                                              dtype="<f8")
-                path, count = self._scratch.subdir("inputs") / f"{rel.table}.f8", values.size
-                values.tofile(path)
-            try:
-                shared.fromFile(self.spark._jsparkSession, rel.table,
-                           None if path is None else str(path), count)
-            finally:
-                if path is not None:
-                    path.unlink(missing_ok=True)
+    @property
+    def _arrays(self):
+        """The kernel jar's registry of broadcast arrays (`BroadcastArray`)."""
+        return self.spark._jvm.sparseeinsum.spark.BroadcastArray
+
+    def _broadcast_input(self, rel: TableRelation, table) -> None:
+        """A broadcast input (`TableRelation.broadcast`): its one tuple reaches the
+        driver's JVM through a file of doubles, which broadcasts it."""
+        path, count = None, 0
+        if table.num_rows:
+            values = np.ascontiguousarray(table.column("val").combine_chunks().flatten(),
+                                          dtype="<f8")
+            path, count = self._scratch.subdir("inputs") / f"{rel.table}.f8", values.size
+            values.tofile(path)
+        try:
+            self._arrays.fromFile(self.spark._jsparkSession, rel.table,
+                                  None if path is None else str(path), count)
+        finally:
+            if path is not None:
+                path.unlink(missing_ok=True)
+        self._broadcast_view(rel)
+
+    def _broadcast_view(self, rel: TableRelation) -> None:
+        """The view of a broadcast relation, for the statements that join it."""
         self._broadcasts.add(rel.table)
-        value = SQL(self.dialect.constant(rel))
-        self.execute(render("spark/broadcast_view", self.dialect.quote, view=rel.table, value=value))
+        self.execute(render("spark/broadcast_view", self.dialect.quote, view=rel.table,
+                            value=SQL(self.dialect.constant(rel))))
         self._frames[rel.table] = (None, None)
 
     @_reported
@@ -330,7 +331,7 @@ class SparkBackend(Backend):
         frame, checkpointed = self._frames.pop(view, (None, None))
         if view in self._broadcasts:
             self._broadcasts.discard(view)
-            self.spark._jvm.sparseeinsum.spark.BroadcastArray.remove(view)
+            self._arrays.remove(view)
         self._depth.pop(view, None)
         self._bytes.pop(view, None)
         if frame is not None:     # Spark Connect frees a local checkpoint with its DataFrame
@@ -397,8 +398,10 @@ class SparkBackend(Backend):
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
             frame = self.spark.sql(statement_query(step, self.dialect))
-            if step.target.broadcast:
-                self._broadcast(step.target, frame)
+            if step.target.broadcast:     # computed and collected to the driver, not cached
+                self._arrays.fromFrame(self.spark._jsparkSession, step.target.table,
+                                       frame._jdf)
+                self._broadcast_view(step.target)
             else:
                 self.materialize(step.target.table, frame, step.reads)
         finally:

@@ -117,9 +117,11 @@ class Compiler:
         """`rel`, read as a kernel's constant, a broadcast where the dialect makes it one
         and a statement of this plan computes it (that step is then stored, never
         streamed); inputs are made broadcasts when loaded."""
+        if rel.broadcast or not self.d.broadcasts(rel):
+            return rel           # other engines, and arrays under the size
         producer = next((n for n, s in enumerate(self.steps)
                          if s.kind == "sql" and s.target.table == rel.table), None)
-        if rel.broadcast or producer is None or not self.d.broadcasts(rel):
+        if producer is None:
             return rel
         shared = replace(rel, broadcast=True)
         self.steps[producer] = replace(self.steps[producer], target=shared)
