@@ -279,6 +279,21 @@ def java_ops() -> str:
     lines += [f"            case {k}: return {java(op.c)};" for k, op in enumerate(ops)]
     lines += ["            default: throw new IllegalArgumentException(\"operation \" + op);",
               "        }", "    }", "",
+              "    /** out[o + i] = operation `op` of a[oa + i * ia], b[ob + i * ib] and c, for i < n:",
+              "     *  a loop per operation, without a switch per element (b unread by unary ones). */",
+              "    static void row(int op, double[] a, int oa, int ia, double[] b, int ob, int ib, double c,",
+              "                    double[] out, int o, int n) {",
+              "        switch (op) {"]
+    for k, op in enumerate(ops):
+        lines += [f"            case {k}:",
+                  "                for (int i = 0; i < n; i++) {",
+                  "                    double x = a[oa + i * ia];"]
+        if op.kind == BINARY:
+            lines += ["                    double y = b[ob + i * ib];"]
+        lines += [f"                    out[o + i] = {java(op.c)};", "                }",
+                  "                return;"]
+    lines += ["            default: throw new IllegalArgumentException(\"operation \" + op);",
+              "        }", "    }", "",
               "    /** Whether a kernel over one packed operand of default `fill` runs over its",
               "     *  stored entries (SPARSE_DRIVEN; aggregates numbered sum, max, min). */",
               "    static boolean sparseDriven(int op, int agg, double fill) {"]

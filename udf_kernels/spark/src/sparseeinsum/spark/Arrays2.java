@@ -9,8 +9,12 @@ final class Arrays2 {
     private Arrays2() {
     }
 
-    /** The values of a non-NULL array; an error naming `what` when an element is NULL. */
+    /** The values of a non-NULL array, to read only (a DoubleArray's own); an error naming
+     *  `what` when an element is NULL. */
     static double[] doubles(ArrayData a, String fn, String what) {
+        if (a instanceof DoubleArray) {
+            return ((DoubleArray) a).values;
+        }
         if (a instanceof UnsafeArrayData) {
             UnsafeArrayData u = (UnsafeArrayData) a;
             int n = u.numElements();
@@ -37,7 +41,8 @@ final class Arrays2 {
         return new IllegalArgumentException(fn + ": " + what + " contains NULL elements");
     }
 
+    /** A kernel's result, taken as it is: nothing writes `values` afterwards. */
     static ArrayData array(double[] values) {
-        return UnsafeArrayData.fromPrimitiveArray(values);
+        return new DoubleArray(values);
     }
 }

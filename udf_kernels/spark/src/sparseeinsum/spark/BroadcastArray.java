@@ -23,7 +23,7 @@ import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
  * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result) and
  * registers it under the table's name; the catalog binds each call to the broadcast,
  * which travels with the task as a handle (a scalar subquery would put the whole array
- * into every task). Each call returns the same `BroadcastData`, which the kernels read
+ * into every task). Each call returns the same `DoubleArray`, which the kernels read
  * without a copy. Not deterministic, so that Spark never folds it into a literal.
  */
 public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
@@ -35,7 +35,7 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
     }
 
     private final Broadcast<double[]> values;
-    private transient BroadcastData data;
+    private transient DoubleArray data;
 
     BroadcastArray(String table, Broadcast<double[]> values) {
         super(PREFIX + table, KernelFn.ARRAY);
@@ -94,7 +94,7 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
             return null;
         }
         if (data == null) {
-            data = new BroadcastData(values.value());
+            data = new DoubleArray(values.value());
         }
         return data;
     }

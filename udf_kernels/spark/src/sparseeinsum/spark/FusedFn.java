@@ -109,9 +109,8 @@ public class FusedFn extends Bound implements ScalarFunction<ArrayData> {
                 double[] out = null;
                 if (present) {
                     out = new double[n];
-                    for (int e = 0; e < n; e++) {
-                        out[e] = Ops.apply(op[i], x == null ? 0.0 : x[e], y == null ? 0.0 : y[e], c[i]);
-                    }
+                    double[] zeros = x == null || (binary && y == null) ? new double[n] : null;
+                    Ops.row(op[i], x == null ? zeros : x, 0, 1, y == null ? zeros : y, 0, 1, c[i], out, 0, n);
                 }
                 values.add(out);
             }

@@ -256,35 +256,35 @@ final class KernelSpec {
             b = a;     // unary: the strides of b are all zero
         }
         long[] sa = st[0], sb = st[1];
+        if (ndims == nOut) {
+            elementwise(a, b, out);
+            return;
+        }
         int[] idx = new int[ndims];
         long red = redSize;
         int oa = 0, ob = 0;
         for (int o = 0; o < outSize; o++) {
-            if (ndims == nOut) {
-                out[o] = Ops.apply(op, a[oa], b[ob], c);
-            } else {
-                double acc = agg == SUM ? 0.0 : agg == MAX ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
-                int ra = oa, rb = ob;
-                for (long r = 0; r < red; r++) {
-                    double v = Ops.apply(op, a[ra], b[rb], c);
-                    if (agg == SUM) {
-                        acc += v;
-                    } else if (agg == MAX ? (v > acc || v != v) : (v < acc || v != v)) {
-                        acc = v;
-                    }
-                    for (int t = ndims - 1; t >= nOut; t--) {       // odometer over reduced dims
-                        if (++idx[t] < dims[t]) {
-                            ra += sa[t];
-                            rb += sb[t];
-                            break;
-                        }
-                        idx[t] = 0;
-                        ra -= sa[t] * (dims[t] - 1);
-                        rb -= sb[t] * (dims[t] - 1);
-                    }
+            double acc = agg == SUM ? 0.0 : agg == MAX ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
+            int ra = oa, rb = ob;
+            for (long r = 0; r < red; r++) {
+                double v = Ops.apply(op, a[ra], b[rb], c);
+                if (agg == SUM) {
+                    acc += v;
+                } else if (agg == MAX ? (v > acc || v != v) : (v < acc || v != v)) {
+                    acc = v;
                 }
-                out[o] = acc;
+                for (int t = ndims - 1; t >= nOut; t--) {       // odometer over reduced dims
+                    if (++idx[t] < dims[t]) {
+                        ra += sa[t];
+                        rb += sb[t];
+                        break;
+                    }
+                    idx[t] = 0;
+                    ra -= sa[t] * (dims[t] - 1);
+                    rb -= sb[t] * (dims[t] - 1);
+                }
             }
+            out[o] = acc;
             for (int t = nOut - 1; t >= 0; t--) {                   // odometer over output dims
                 if (++idx[t] < dims[t]) {
                     oa += sa[t];
@@ -469,6 +469,8 @@ final class KernelSpec {
             // the outermost index of the last entry and the offsets it spans: offsets
             // ascend, so most entries share it and need no division for it (se_sparse_add)
             long outer = 0, outerLo = 0, outerHi = 0;
+            Rows rows = nf == 1 && agg == SUM && fDst[0] == 1 && fOst[0] == 1
+                ? new Rows((int) fDim[0], dense, out) : null;
             for (int e = 0; e < nnz; e++) {
                 double at = packed[e];
                 if (!(at >= 0 && at < (double) size)) {
@@ -494,13 +496,68 @@ final class KernelSpec {
                     continue;       // an element the kernel does not read (off a diagonal)
                 }
                 double v = packed[nnz + e];
-                if (nf == 0 && agg == SUM) {
+                if (rows != null) {
+                    rows.add((int) oo, (int) od, v);
+                } else if (nf == 0 && agg == SUM) {
                     out[(int) oo] += v * dense[(int) od];
                 } else if (nf == 0) {
                     out[(int) oo] = fold(out[(int) oo], v + dense[(int) od]);
                 } else {
                     freeLoop(0, v, dense, (int) od, out, (int) oo);
                 }
+            }
+            if (rows != null) {
+                rows.flush();
+            }
+        }
+
+        /** Sums of scaled contiguous rows of the dense input into rows of the result, four
+         *  entries of one result row at a time: the JIT does not vectorize a row's loop, so
+         *  this reads the result row once per four input rows and keeps four reads of the
+         *  dense input in flight (the entries come sorted by result row). */
+        private static final class Rows {
+            private final int n;
+            private final double[] w, o;
+            private final int[] from = new int[4];
+            private final double[] by = new double[4];
+            private int pending, to = -1;
+
+            Rows(int n, double[] w, double[] o) {
+                this.n = n;
+                this.w = w;
+                this.o = o;
+            }
+
+            void add(int oo, int wo, double v) {
+                if (oo != to) {
+                    flush();
+                    to = oo;
+                }
+                from[pending] = wo;
+                by[pending++] = v;
+                if (pending == 4) {
+                    flush();
+                }
+            }
+
+            void flush() {
+                int t = to;
+                if (pending == 4) {
+                    int a = from[0], b = from[1], c = from[2], d = from[3];
+                    double va = by[0], vb = by[1], vc = by[2], vd = by[3];
+                    for (int i = 0; i < n; i++) {
+                        o[t + i] += va * w[a + i] + vb * w[b + i] + vc * w[c + i] + vd * w[d + i];
+                    }
+                } else {
+                    for (int p = 0; p < pending; p++) {
+                        int a = from[p];
+                        double va = by[p];
+                        for (int i = 0; i < n; i++) {
+                            o[t + i] += va * w[a + i];
+                        }
+                    }
+                }
+                pending = 0;
             }
         }
 
@@ -619,6 +676,27 @@ final class KernelSpec {
         }
     }
 
+    /** The loop without reduced dims: the innermost dim in one pass per output row. */
+    private void elementwise(double[] a, double[] b, double[] out) {
+        int last = ndims - 1, n = last < 0 ? 1 : (int) dims[last];
+        int ia = last < 0 ? 0 : (int) st[0][last], ib = last < 0 ? 0 : (int) st[1][last];
+        int[] idx = new int[ndims];
+        int oa = 0, ob = 0;
+        for (int o = 0; o < outSize; o += n) {
+            Ops.row(op, a, oa, ia, b, ob, ib, c, out, o, n);
+            for (int t = last - 1; t >= 0; t--) {                   // odometer over outer dims
+                if (++idx[t] < dims[t]) {
+                    oa += st[0][t];
+                    ob += st[1][t];
+                    break;
+                }
+                idx[t] = 0;
+                oa -= st[0][t] * (dims[t] - 1);
+                ob -= st[1][t] * (dims[t] - 1);
+            }
+        }
+    }
+
     /** Row-major output offset step of each loop dim (0 for reduced dims). */
     static long[] outStrides(KernelSpec ks) {
         long[] oc = new long[ks.ndims];
@@ -639,6 +717,10 @@ final class KernelSpec {
         long batch = 1, m = 1, n = 1, k = 1;
         long aB, aM, aK, bB, bK, bN, cB, cM, cN;
         private static final BLAS BLAS_ = BLAS.getInstance();
+        /** netlib's Java dgemm runs products of under 2^20 multiply-adds in scalar loops
+         *  and copies the operands of larger ones, while its dgemv is vectorized: products
+         *  of up to 2^22 with rows of 32 or more run row by row (native BLAS keeps dgemm). */
+        private static final boolean ROWS_BY_GEMV = BLAS_ instanceof dev.ludovic.netlib.blas.JavaBLAS;
 
         static Gemm of(KernelSpec ks) {
             if (!ks.productSum() || ks.outSize == 0 || ks.packed[0] || ks.packed[1]) {
@@ -774,6 +856,13 @@ final class KernelSpec {
             }
             if (n == 1 && k > 1 && m > 1) {     // a matrix times a column
                 return gemv(m, k, a, ao, aM, aK, b, bo, bK, c, co, cM, beta);
+            }
+            if (ROWS_BY_GEMV && n >= 32 && m * n * k < (1L << 22)
+                && gemv(n, k, b, bo, bN, bK, a, ao, aK, c, co, cN, beta)) {
+                for (long i = 1; i < m; i++) {      // each row of c: b^T times that row of a
+                    gemv(n, k, b, bo, bN, bK, a, (int) (ao + i * aM), aK, c, (int) (co + i * cM), cN, beta);
+                }
+                return true;
             }
             long[] tc = layout(m, n, cM, cN);
             if (tc == null) {

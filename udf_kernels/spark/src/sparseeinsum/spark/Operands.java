@@ -11,8 +11,8 @@ import org.apache.spark.util.TaskCompletionListener;
  * subquery) is one object in every row of a task, and one projection may pass several
  * (a GCN's two weight matrices, with the kernels between them fused), so each thread keeps
  * the last SLOTS arrays it converted, by identity (and, for an UnsafeArrayData, the memory
- * it points to), with whether they are all finite, until its task ends. A broadcast array
- * (`BroadcastData`) is taken as it is, without a copy.
+ * it points to), with whether they are all finite, until its task ends. A `DoubleArray` (a
+ * kernel's result, a broadcast) is taken as it is, without a copy.
  */
 public final class Operands {
     static final int SLOTS = 8;
@@ -44,11 +44,8 @@ public final class Operands {
             c.used[at] = ++c.clock;
             return c.values[at];
         }
-        double[] v;
-        if (a instanceof BroadcastData) {
-            v = ((BroadcastData) a).values;
-        } else {
-            v = Arrays2.doubles(a, fn, what);
+        double[] v = Arrays2.doubles(a, fn, what);
+        if (!(a instanceof DoubleArray)) {
             CONVERSIONS.incrementAndGet();
         }
         at = 0;

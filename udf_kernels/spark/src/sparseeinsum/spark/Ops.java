@@ -40,6 +40,157 @@ final class Ops {
         }
     }
 
+    /** out[o + i] = operation `op` of a[oa + i * ia], b[ob + i * ib] and c, for i < n:
+     *  a loop per operation, without a switch per element (b unread by unary ones). */
+    static void row(int op, double[] a, int oa, int ia, double[] b, int ob, int ib, double c,
+                    double[] out, int o, int n) {
+        switch (op) {
+            case 0:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    double y = b[ob + i * ib];
+                    out[o + i] = x * y;
+                }
+                return;
+            case 1:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    double y = b[ob + i * ib];
+                    out[o + i] = x + y;
+                }
+                return;
+            case 2:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    double y = b[ob + i * ib];
+                    out[o + i] = x - y;
+                }
+                return;
+            case 3:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    double y = b[ob + i * ib];
+                    out[o + i] = x / y;
+                }
+                return;
+            case 4:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = x;
+                }
+                return;
+            case 5:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = -x;
+                }
+                return;
+            case 6:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = (x < 0.0 ? 0.0 : x);
+                }
+                return;
+            case 7:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.exp(x);
+                }
+                return;
+            case 8:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.log(x);
+                }
+                return;
+            case 9:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.sqrt(x);
+                }
+                return;
+            case 10:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = 1.0 / (1.0 + Math.exp(-x));
+                }
+                return;
+            case 11:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.tanh(x);
+                }
+                return;
+            case 12:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.abs(x);
+                }
+                return;
+            case 13:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = (x > 0.0 ? 1.0 : 0.0);
+                }
+                return;
+            case 14:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = x * c;
+                }
+                return;
+            case 15:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = x + c;
+                }
+                return;
+            case 16:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = x - c;
+                }
+                return;
+            case 17:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = c - x;
+                }
+                return;
+            case 18:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = x / c;
+                }
+                return;
+            case 19:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = c / x;
+                }
+                return;
+            case 20:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = ((x > c || Double.isNaN(x)) ? x : c);
+                }
+                return;
+            case 21:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = ((x < c || Double.isNaN(x)) ? x : c);
+                }
+                return;
+            case 22:
+                for (int i = 0; i < n; i++) {
+                    double x = a[oa + i * ia];
+                    out[o + i] = Math.pow(x, c);
+                }
+                return;
+            default: throw new IllegalArgumentException("operation " + op);
+        }
+    }
+
     /** Whether a kernel over one packed operand of default `fill` runs over its
      *  stored entries (SPARSE_DRIVEN; aggregates numbered sum, max, min). */
     static boolean sparseDriven(int op, int agg, double fill) {

@@ -1,15 +1,17 @@
 package sparseeinsum.spark;
 
+import java.util.Arrays;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.DataType;
 
-/** A read-only DOUBLE array over a double[] that the kernels take as it is (`Operands`):
- *  a broadcast relation's values (`BroadcastArray`). */
-final class BroadcastData extends GenericArrayData {
+/** A read-only DOUBLE array over a double[] that the kernels take as it is, without a
+ *  copy (`Arrays2.doubles`): what every kernel returns, and a broadcast relation's values
+ *  (`BroadcastArray`). Spark writes it into a row element by element. */
+final class DoubleArray extends GenericArrayData {
     final double[] values;
 
-    BroadcastData(double[] values) {
+    DoubleArray(double[] values) {
         super(new Object[0]);
         this.values = values;
     }
@@ -55,21 +57,21 @@ final class BroadcastData extends GenericArrayData {
 
     @Override
     public void setNullAt(int i) {
-        throw new UnsupportedOperationException("a broadcast array is read-only");
+        throw new UnsupportedOperationException("a kernel's array is read-only");
     }
 
     @Override
     public void update(int i, Object value) {
-        throw new UnsupportedOperationException("a broadcast array is read-only");
+        throw new UnsupportedOperationException("a kernel's array is read-only");
     }
 
     @Override
     public boolean equals(Object other) {
-        return other == this;
+        return other instanceof DoubleArray && Arrays.equals(values, ((DoubleArray) other).values);
     }
 
     @Override
     public int hashCode() {
-        return System.identityHashCode(this);
+        return Arrays.hashCode(values);
     }
 }
