@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.scheduler.local.LocalSchedulerBackend;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -30,16 +31,22 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
     static final String PREFIX = "se_broadcast__";
     private static final Map<String, Entry> REGISTERED = new ConcurrentHashMap<>();
 
-    /** A registered array: its broadcast, or null where the relation has no tuple. */
-    private record Entry(Broadcast<double[]> values) {
+    /** A registered array: held in this JVM on a local master (whose executors run in it:
+     *  a broadcast would only serialize it), else a broadcast; both null where the
+     *  relation has no tuple. */
+    private record Entry(double[] local, Broadcast<double[]> values) {
     }
 
+    private final String table;
+    private final boolean local;        // in the registry of the executors' JVM, this one
     private final Broadcast<double[]> values;
     private transient DoubleArray data;
 
-    BroadcastArray(String table, Broadcast<double[]> values) {
+    BroadcastArray(String table, Entry e) {
         super(PREFIX + table, KernelFn.ARRAY);
-        this.values = values;
+        this.table = table;
+        this.local = e.local() != null;
+        this.values = e.values();
     }
 
     /** Register `count` doubles read from `path` (null: the relation has no tuple) under
@@ -70,7 +77,8 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
 
     private static void register(SparkSession spark, String table, double[] values) {
         remove(table);
-        REGISTERED.put(table, new Entry(values == null ? null
+        boolean local = spark.sparkContext().schedulerBackend() instanceof LocalSchedulerBackend;
+        REGISTERED.put(table, new Entry(local ? values : null, values == null || local ? null
             : JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(values)));
     }
 
@@ -85,18 +93,19 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
     /** The function of `table`, or null when none is registered. */
     static BroadcastArray of(String table) {
         Entry e = REGISTERED.get(table);
-        return e == null ? null : new BroadcastArray(table, e.values());
+        return e == null ? null : new BroadcastArray(table, e);
     }
 
     @Override
     public ArrayData produceResult(InternalRow input) {
-        if (values == null) {
-            return null;
+        if (data == null && (local || values != null)) {
+            Entry e = local ? REGISTERED.get(table) : null;
+            if (local && e == null) {
+                throw new IllegalStateException(name() + ": no array is registered in this JVM");
+            }
+            data = new DoubleArray(local ? e.local() : values.value());
         }
-        if (data == null) {
-            data = new DoubleArray(values.value());
-        }
-        return data;
+        return data;        // null: the relation has no tuple
     }
 
     @Override
