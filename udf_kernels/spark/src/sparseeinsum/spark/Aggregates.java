@@ -145,7 +145,7 @@ final class Aggregates {
             }
             ArrayData x = row.getArray(col);
             double w = weighted ? row.getDouble(0) : 1.0;
-            if (v(s) == null) {      // the first row's array (w times it), as it is
+            if (v(s) == null) {      // a copy of the first row's array (w times it)
                 double[] first = Arrays2.doubles(x, name, "an array").clone();
                 for (int i = 0; weighted && i < first.length; i++) {
                     first[i] *= w;

@@ -20,7 +20,7 @@ import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 
 /**
  * se_broadcast__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
- * broadcast instead of in a table. The driver reads it from a file of little-endian
+ * broadcast (on a local master, in this class's registry) instead of in a table. The driver reads it from a file of little-endian
  * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result) and
  * registers it under the table's name; the catalog binds each call to the broadcast,
  * which travels with the task as a handle (a scalar subquery would put the whole array
