@@ -4,18 +4,18 @@ Inputs go in through Arrow (``createDataFrame`` of an Arrow table), or, when the
 run on this machine and the input is large, through a temporary Parquet file
 (`spark_inputs`); Parquet files the user names are read in place. With the JVM kernels,
 large one-tuple arrays (inputs, and statements' results that kernels read as constants)
-are broadcasts from the driver's JVM instead, which kernels call by name (`_broadcast`). Every
-statement is a temporary view, computed when it is issued and persisted in the executors
-(memory, then disk), with its lineage kept and cut by a reliable checkpoint every few
-statements (`SparkBackend.materialize`); results come back through Arrow (``toArrow``).
-The backend's temporary data on this machine, and who removes it: `spark_scratch`. Kernels
-run in the JVM, from the kernel jar's function catalog (`sql.spark.SparkNativeDialect`),
-on a session that has it (`start_session` adds it); on a session without it (a managed
-cluster that refuses jars) they are Arrow UDFs registered for the statement that calls
-them, with a warning and a note in explain. Their code is pickled by value, so the
-executors need the Python packages the kernels import (numpy, scipy, pyarrow, and pandas
-for pyspark's Arrow path), not sparse-einsum itself. How a session is started, and how
-Spark's failures become one-line errors: `spark_session`."""
+are held by the driver's JVM instead, which kernels call by name (`_broadcast_input`,
+`run`). Every statement is a temporary view, computed when it is issued and persisted in
+the executors (memory, then disk), with its lineage kept and cut by a reliable checkpoint
+every few statements (`SparkBackend.materialize`); results come back through Arrow
+(``toArrow``). The backend's temporary data on this machine, and who removes it:
+`spark_scratch`. Kernels run in the JVM, from the kernel jar's function catalog
+(`sql.spark.SparkNativeDialect`), on a session that has it (`start_session` adds it); on a
+session without it (a managed cluster that refuses jars) they are Arrow UDFs registered
+for the statement that calls them, with a warning and a note in explain. Their code is
+pickled by value, so the executors need the Python packages the kernels import (numpy,
+scipy, pyarrow, and pandas for pyspark's Arrow path), not sparse-einsum itself. How a
+session is started, and how Spark's failures become one-line errors: `spark_session`."""
 from __future__ import annotations
 
 import functools
@@ -246,7 +246,7 @@ class SparkBackend(Backend):
 
     def _broadcast_input(self, rel: TableRelation, table) -> None:
         """A broadcast input (`TableRelation.broadcast`): its one tuple reaches the
-        driver's JVM through a file of doubles, which broadcasts it."""
+        driver's JVM through a file of doubles (`BroadcastArray.fromFile`)."""
         path, count = None, 0
         if table.num_rows:
             values = np.ascontiguousarray(table.column("val").combine_chunks().flatten(),
