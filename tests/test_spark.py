@@ -157,13 +157,22 @@ def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
     monkeypatch.setattr(spark_inputs, "INLINE_BYTES", 0)
     from test_workloads import reference as workload_reference
     plans: list[str] = []
-    materialize = spark.materialize
+    materialized, fetched = set(), set()
+    materialize, fetch = spark.materialize, spark.fetch
 
     def recording(view, frame, *reads):
         plans.append(frame._jdf.queryExecution().executedPlan().toString())
+        materialized.add(view)
         return materialize(view, frame, *reads)
 
+    def reading(rel, source=None):      # an output no statement reads: from its query
+        if source is not None:
+            plans.append(spark.spark.sql(source)._jdf.queryExecution().executedPlan().toString())
+            fetched.add(rel.table)
+        return fetch(rel, source)
+
     monkeypatch.setattr(spark, "materialize", recording)
+    monkeypatch.setattr(spark, "fetch", reading)
     tracker = spark.spark.sparkContext.statusTracker()
     for name in ("gcn2", "sparse_attention"):
         path, data = workload(name, "cora", hidden=16, d_k=16)
@@ -179,6 +188,7 @@ def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
         tasks = [tracker.getStageInfo(stage).numTasks for job in jobs
                  for stage in tracker.getJobInfo(job).stageIds]
         assert max(tasks) <= spark.parallelism, (name, tasks)
+    assert len(fetched) == 2 and not fetched & materialized, (fetched, materialized)
     python = [p for p in plans if any(w in p for w in PYTHON_OR_LISTS)]
     if jvm(spark):
         assert not python, python[0]
@@ -447,15 +457,15 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
     program = ("input A[i,j]\ninput W[j,k]\ninput V[j,k]\nY[i,k] = A[i,j] * W[j,k]\n"
                "Z[j,k] = relu(W[j,k]) * V[j,k]\nT[i,k] = A[i,j] * Z[j,k]\n"
                "output Y\noutput T")
-    optimized, run = {}, spark.run
+    optimized, run_and_fetch = {}, spark.run_and_fetch
 
-    def planned(step):
+    def planned(step):       # Y, an output no statement reads: fetched from its query
         if step.vertex == "Y":
             optimized["Y"] = spark.spark.sql(statement_query(step, spark.dialect)) \
                 ._jdf.queryExecution().optimizedPlan().toString()
-        run(step)
+        return run_and_fetch(step)
 
-    monkeypatch.setattr(spark, "run", planned)
+    monkeypatch.setattr(spark, "run_and_fetch", planned)
     for w_in in (w, np.zeros_like(w)):
         with Session(program, {"A": a, "W": w_in, "V": v}, backend=spark) as session:
             plan = session.plan("I,j,k,")

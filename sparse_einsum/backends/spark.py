@@ -23,9 +23,10 @@ import math
 import os
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
 from importlib import import_module
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -387,9 +388,33 @@ class SparkBackend(Backend):
     # -- statements ---------------------------------------------------------
     @_reported
     def run(self, step: Step) -> None:
-        """Register the step's kernels, materialize its query as its view; then the kernels
-        are no longer needed. The query is not made a view first: replacing a view
-        uncaches what was cached under it, which would be the statement's own data."""
+        """Materialize the step's query as its view (a broadcast target: computed and
+        collected into the driver's registry, not cached). The query is not made a view
+        first: replacing a view uncaches what was cached under it, which would be the
+        statement's own data."""
+        with self._statement(step):
+            frame = self.spark.sql(statement_query(step, self.dialect))
+            if step.target.broadcast:
+                self._arrays.fromFrame(self.spark._jsparkSession, step.target.table,
+                                       frame._jdf)
+                self._broadcast_view(step.target)
+            else:
+                self.materialize(step.target.table, frame, step.reads)
+
+    @_reported
+    def run_and_fetch(self, step: Step) -> Blocks:
+        """Read straight from the step's query: its result is neither cached nor counted
+        by a job of its own (a lost executor's tasks are computed again from the views
+        it reads)."""
+        if step.target.broadcast:
+            return super().run_and_fetch(step)
+        with self._statement(step):
+            return self.fetch(step.target, statement_query(step, self.dialect))
+
+    @contextmanager
+    def _statement(self, step: Step) -> Iterator[None]:
+        """The step's kernels registered and its shuffle partitions set while it runs;
+        then the kernels are no longer needed."""
         for use in step.kernels:
             self._register(use.name, *self._udf(use))
         partitions = self.shuffle_partitions(step.reads)
@@ -397,13 +422,7 @@ class SparkBackend(Backend):
         try:
             if partitions:
                 self.spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
-            frame = self.spark.sql(statement_query(step, self.dialect))
-            if step.target.broadcast:     # computed and collected to the driver, not cached
-                self._arrays.fromFrame(self.spark._jsparkSession, step.target.table,
-                                       frame._jdf)
-                self._broadcast_view(step.target)
-            else:
-                self.materialize(step.target.table, frame, step.reads)
+            yield
         finally:
             if partitions and not jvm_ended():
                 self.spark.conf.set(SHUFFLE_PARTITIONS, previous)
