@@ -147,7 +147,8 @@ def test_nan_inf_and_exact_integers(spark):
 def test_gcn_and_sparse_attention_on_cora_size(spark, monkeypatch):
     """On local[2] only (the other tests cover data crossing processes). With the JVM
     kernels no statement's executed plan runs Python or collects lists; the fallback's
-    do, and explain names it. No stage runs more tasks than the task slots."""
+    do, and explain names it. No stage runs more tasks than the task slots. Each program's
+    output, which no statement reads, is fetched from its query and never cached."""
     if master(spark) != "local[2]":
         pytest.skip("Cora runs on local[2] only")
     from experiments.workloads import workload
