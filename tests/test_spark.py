@@ -492,6 +492,37 @@ def test_large_one_tuple_inputs_are_broadcasts(spark, monkeypatch):
                 spark.spark.sql(f"SELECT sparse_einsum.se_broadcast__{table}()").collect()
 
 
+def test_a_stack_into_a_broadcast_is_scattered_by_the_driver(spark, monkeypatch):
+    """With the JVM kernels, rows stacked into one tuple that a kernel reads as its
+    constant (a broadcast) are collected as pieces and scattered in the driver, with no
+    aggregate: the values match NumPy, also where no piece is left (all zeros)."""
+    if not jvm(spark):
+        pytest.skip("the JVM kernels")
+    from sparse_einsum.plan import Choice, Plan
+    from sparse_einsum.sql import spark as spark_sql
+    monkeypatch.setattr(spark_sql, "BROADCAST_BYTES", 0)
+    rng = np.random.default_rng(5)
+    a, w = sp.random(40, 7, density=0.3, format="csr", random_state=5), rng.normal(size=(7, 3))
+    program = ("input A[i,j]\ninput W[j,k]\nH[m,k] = relu(W[m,k])\n"
+               "T[i,k] = A[i,j] * H[j,k]\noutput T")
+    gathered, run = [], spark.run
+
+    def recording(step):
+        if step.target.broadcast and step.gather:
+            gathered.append(step.target.tensor)
+        run(step)
+
+    monkeypatch.setattr(spark, "run", recording)
+    for w_in in (w, np.abs(w) + 0.1, -np.abs(w)):      # some rows, every row, none
+        with Session(program, {"A": a, "W": w_in}, backend=spark) as session:
+            plan = Plan({"H": Choice.of({"m": 1, "k": 3}),      # H in rows, T reads one tuple
+                         "T": Choice.of({"i": 1, "j": 7, "k": 3})}, name="gathered")
+            got = session.run(plan).outputs["T"]
+        check(got, a @ np.maximum(w_in, 0), "A relu(W), relu(W) gathered")
+        assert got.dtype == np.float64
+    assert gathered == ["H", "H", "H"], gathered
+
+
 def _packed(x: np.ndarray, fill: float = 0.0) -> list[float]:
     at = np.flatnonzero(x != fill)
     return at.astype(float).tolist() + x[at].tolist()

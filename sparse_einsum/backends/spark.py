@@ -41,7 +41,7 @@ from ..program import ops as ops_table
 from ..program.ops import BINARY, CONSTANT, OPS
 from ..sql.dialect import Dialect
 from ..sql.spark import SCALAR_UDF_PREFIX, SparkDialect, SparkNativeDialect
-from ..sql.pipeline import statement_query
+from ..sql.pipeline import pieces_query, statement_query
 from ..sql.steps import KernelUse, Step, TableRelation
 from ..sql.templates import SQL, render
 from . import udfs
@@ -389,17 +389,23 @@ class SparkBackend(Backend):
     @_reported
     def run(self, step: Step) -> None:
         """Materialize the step's query as its view (a broadcast target: computed and
-        collected into the driver's registry, not cached). The query is not made a view
-        first: replacing a view uncaches what was cached under it, which would be the
-        statement's own data."""
+        collected into the driver's registry, not cached; a stack into one tuple as its
+        pieces, which the driver scatters without an aggregate's shuffle). The query is not
+        made a view first: replacing a view uncaches what was cached under it, which would
+        be the statement's own data."""
         with self._statement(step):
-            frame = self.spark.sql(statement_query(step, self.dialect))
-            if step.target.broadcast:
-                self._arrays.fromFrame(self.spark._jsparkSession, step.target.table,
-                                       frame._jdf)
+            session, table = self.spark._jsparkSession, step.target.table
+            if not step.target.broadcast:
+                self.materialize(table, self.spark.sql(statement_query(step, self.dialect)),
+                                 step.reads)
+            elif step.gather:
+                frame = self.spark.sql(pieces_query(step, self.dialect))
+                self._arrays.fromPieces(session, table, frame._jdf, step.gather[0])
                 self._broadcast_view(step.target)
             else:
-                self.materialize(step.target.table, frame, step.reads)
+                frame = self.spark.sql(statement_query(step, self.dialect))
+                self._arrays.fromFrame(session, table, frame._jdf)
+                self._broadcast_view(step.target)
 
     @_reported
     def run_and_fetch(self, step: Step) -> Blocks:

@@ -211,7 +211,8 @@ class Compiler:
         return out
 
     def _add(self, out: TableRelation, query: str, b: StepBuilder, reads: list[TableRelation],
-             label: str, vertex: str | None = None, chained: tuple[str, ...] = ()) -> None:
+             label: str, vertex: str | None = None, chained: tuple[str, ...] = (),
+             gather: tuple[str, str] | None = None) -> None:
         """The step storing the rows of `query`, which reads the relations `reads` (in its
         text or as kernel constants), in `out`'s table."""
         one_tuple = not (b.generates_rows or out.keyed or any(rel.keyed for rel in reads))
@@ -220,7 +221,8 @@ class Compiler:
                                reads=frozenset(rel.table for rel in reads),
                                generates_rows=b.generates_rows, one_tuple=one_tuple,
                                recomputed=vertex is not None and not b.generates_rows
-                               and recomputed(self.dag, self.dag.vertex(vertex), one_tuple) > 0))
+                               and recomputed(self.dag, self.dag.vertex(vertex), one_tuple) > 0,
+                               gather=gather))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
@@ -506,9 +508,12 @@ class Compiler:
         keys = [f"{d.idiv(q(rel.column(a)), target[a])} AS {q(out.column(a))}" if a in moved
                 else f"{q(rel.column(a))} AS {q(out.column(a))}" for a in out.keyed]
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
+        gather = None if keys or packed else (
+            spec.text, f"SELECT ({position}) AS pos, val FROM {q(rel.table)}")
         self._add(out, f"SELECT {', '.join(keys + [value + ' AS val'])} "
                        f"FROM {q(rel.table)}{_grouped(group)}", b, [rel],
-                  f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}")
+                  f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}",
+                  gather=gather)
         return out
 
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:

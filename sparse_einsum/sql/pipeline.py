@@ -94,3 +94,10 @@ def statement_query(step: Step, dialect: Dialect, inputs: list[tuple[str, str]] 
     the statement) as common table expressions."""
     return dialect.with_tables(list(inputs), step.query,
                                [(p.target.table, p.query) for p in step.pipelined])
+
+
+def pieces_query(step: Step, dialect: Dialect) -> str:
+    """The SELECT of the pieces (pos, val) a stack into one tuple gathers (`Step.gather`),
+    with what is streamed into it."""
+    return dialect.with_tables([], step.gather[1],
+                               [(p.target.table, p.query) for p in step.pipelined])

@@ -97,6 +97,9 @@ class Step:
     one_tuple: bool = False
     # its vertex is computed again in each statement reading it (`plan.recomputed`)
     recomputed: bool = False
+    # a stack into one tuple: its gather spec and the query of its pieces (pos, val),
+    # which an engine may scatter itself instead of aggregating them
+    gather: tuple[str, str] | None = None
 
 
 class StepBuilder:

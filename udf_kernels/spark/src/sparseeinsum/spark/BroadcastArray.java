@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -17,12 +18,13 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.types.ArrayType;
 
 /**
  * se_broadcast__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
  * broadcast (on a local master, in this class's registry) instead of in a table. The driver reads it from a file of little-endian
- * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result) and
- * registers it under the table's name; the catalog binds each call to the broadcast,
+ * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result;
+ * `fromPieces`: a stack's pieces, scattered here) and registers it under the table's name; the catalog binds each call to the broadcast,
  * which travels with the task as a handle (a scalar subquery would put the whole array
  * into every task). Each call returns the same `DoubleArray`, which the kernels read
  * without a copy. Not deterministic, so that Spark never folds it into a literal.
@@ -73,6 +75,48 @@ public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
         InternalRow[] rows = frame.select("val").queryExecution().executedPlan().executeCollect();
         register(spark, table, rows.length == 0 || rows[0].isNullAt(0) ? null
             : Arrays2.doubles(rows[0].getArray(0), PREFIX + table, "its array"));
+    }
+
+    /** Compute the rows (pos BIGINT, val: an array or DOUBLE) of a stack into one tuple and
+     *  register the tensor they make under `table`: each val scattered at its position as
+     *  `spec` (a gather spec, as se_stack's) places it, what none writes its fill; no
+     *  tensor where there is no row (as se_stack's aggregate of no rows). */
+    public static void fromPieces(SparkSession spark, String table, Dataset<Row> frame,
+                                  String spec) {
+        String fn = PREFIX + table;
+        GatherSpec g = new GatherSpec(spec);
+        boolean list = frame.schema().fields()[1].dataType() instanceof ArrayType;
+        InternalRow[] rows = frame.select("pos", "val").queryExecution().executedPlan()
+            .executeCollect();
+        if (rows.length == 0) {
+            register(spark, table, null);
+            return;
+        }
+        double[] out = new double[(int) g.size];
+        if (g.fill != 0.0) {
+            Arrays.fill(out, g.fill);
+        }
+        for (InternalRow row : rows) {
+            if (row.isNullAt(1)) {
+                continue;       // an all-zero piece
+            }
+            long pos = row.isNullAt(0) ? -1 : row.getLong(0);
+            if (pos < 0 || pos >= g.positions) {
+                throw new IllegalArgumentException(fn + ": piece position " + (row.isNullAt(0)
+                    ? "NULL" : pos) + " out of range 0.." + (g.positions - 1));
+            }
+            double[] x = list ? Arrays2.doubles(row.getArray(1), fn, "a piece")
+                : new double[] {row.getDouble(1)};
+            if (x.length != g.sub.length) {
+                throw new IllegalArgumentException(fn + ": a piece of " + x.length
+                    + " elements where the spec's have " + g.sub.length);
+            }
+            int base = g.base(pos);
+            for (int e = 0; e < x.length; e++) {
+                out[base + g.sub[e]] = x[e];
+            }
+        }
+        register(spark, table, out);
     }
 
     private static void register(SparkSession spark, String table, double[] values) {
