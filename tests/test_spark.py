@@ -7,6 +7,7 @@ The tests run on local[2] and on local-cluster[2,1,2048] (the `spark` fixture: o
 per master), some on one of them only, to keep the module within a few minutes."""
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -513,14 +514,15 @@ def test_a_stack_into_a_broadcast_is_scattered_by_the_driver(spark, monkeypatch)
         run(step)
 
     monkeypatch.setattr(spark, "run", recording)
-    for w_in in (w, np.abs(w) + 0.1, -np.abs(w)):      # some rows, every row, none
+    # H in rows of k, or in scalars; T reads it as one tuple
+    for k, w_in in itertools.product((3, 1), (w, np.abs(w) + 0.1, -np.abs(w))):
         with Session(program, {"A": a, "W": w_in}, backend=spark) as session:
-            plan = Plan({"H": Choice.of({"m": 1, "k": 3}),      # H in rows, T reads one tuple
+            plan = Plan({"H": Choice.of({"m": 1, "k": k}),
                          "T": Choice.of({"i": 1, "j": 7, "k": 3})}, name="gathered")
             got = session.run(plan).outputs["T"]
-        check(got, a @ np.maximum(w_in, 0), "A relu(W), relu(W) gathered")
+        check(got, a @ np.maximum(w_in, 0), f"A relu(W), relu(W) gathered from k={k}")
         assert got.dtype == np.float64
-    assert gathered == ["H", "H", "H"], gathered
+    assert gathered == ["H"] * 6, gathered
 
 
 def _packed(x: np.ndarray, fill: float = 0.0) -> list[float]:
