@@ -398,14 +398,14 @@ class SparkBackend(Backend):
             if not step.target.broadcast:
                 self.materialize(table, self.spark.sql(statement_query(step, self.dialect)),
                                  step.reads)
-            elif step.gather:
+                return
+            if step.gather:
                 frame = self.spark.sql(pieces_query(step, self.dialect))
                 self._arrays.fromPieces(session, table, frame._jdf, step.gather[0])
-                self._broadcast_view(step.target)
             else:
                 frame = self.spark.sql(statement_query(step, self.dialect))
                 self._arrays.fromFrame(session, table, frame._jdf)
-                self._broadcast_view(step.target)
+            self._broadcast_view(step.target)
 
     @_reported
     def run_and_fetch(self, step: Step) -> Blocks:
