@@ -172,12 +172,10 @@ class CostModel:
         self._finite = {v.name: all(stats[o.tensor].finite for o in v.operands)
                         for v in dag.vertices}     # every operand
         self._factorable = {v.name: self._factorable_at(v) for v in dag.vertices}
-        # vertex() and _tilings(), computed once per vertex and choice
+        # vertex() and fits(), computed once per vertex and choice
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
-        self._tiled_as: dict[tuple[str, tuple], list] = {}     # per tile sizes
-        self._shared: dict[tuple[str, tuple], _Tiled] = {}      # per tile sizes
         self._fits: dict[tuple[str, Choice], bool] = {}
-        self._joins: dict[tuple, tuple[list[float], float]] = {}   # joined(), per tile sizes
+        self._shared: dict[tuple[str, tuple], _Tiled] = {}      # per tile sizes
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if caps.pipeline_depth
@@ -185,16 +183,6 @@ class CostModel:
         # readers computing a vertex again each (`plan.recomputed`), keyed or one tuple
         self._recomputed = {v.name: (recomputed(dag, v, False), recomputed(dag, v, True))
                             for v in dag.vertices} if caps.pipeline_depth else {}
-
-    def _tilings(self, v: Vertex, choice: Choice) -> list[tuple[Tiling, tuple[int, ...]]]:
-        """(tiling, shape) of each operand at this vertex, then of its output."""
-        found = self._tiled_as.get((v.name, choice.tiles))
-        if found is None:
-            shapes = self.dag.shapes
-            found = self._tiled_as[(v.name, choice.tiles)] = [
-                (choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands] + [
-                (choice.tiling(v.labels), shapes[v.name])]
-        return found
 
     def payload_bytes(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:
         """Bytes of a tuple's payload: dense, or sparse (16 per non-zero, on average)."""
@@ -268,8 +256,10 @@ class CostModel:
         if t is not None:
             return t
         t = self._shared[key] = _Tiled()
-        tiles = choice.sizes
-        t.tilings = tilings = self._tilings(v, choice)
+        tiles, shapes = choice.sizes, self.dag.shapes
+        # (tiling, shape) of each operand, then of the output
+        t.tilings = tilings = [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands]
+        tilings.append((choice.tiling(v.labels), shapes[v.name]))
         t.payload = [bool(payload_axes(tl)) for tl, _ in tilings]
         t.dense = [_payload_bytes(tl) for tl, _ in tilings]
         t.largest = max(payload_size(tl) for tl, _ in tilings)
@@ -286,11 +276,12 @@ class CostModel:
         if t.join is not None:
             return t
         tiles, sizes, tilings = choice.sizes, self._sizes[v.name], t.tilings
-        t.t_in, t.join = self.joined(v, choice)
+        ops = self._ops[v.name]
+        t.t_in = [o.tuples(tiles) for o in ops]
+        t.join = self._join_tuples(v, ops, t.t_in, tiles, sizes)
         t.aggregated = any(tiles[l] < sizes[l] for l in v.agg_labels)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if t.aggregated:
-            ops = self._ops[v.name]
             groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
                           for l in grouping)
             t.out = distinct_after(groups, t.join) if grouping else min(t.join, 1.0)
@@ -470,18 +461,6 @@ class CostModel:
         shared = set(v.operands[0].labels) & set(v.operands[1].labels) if v.is_binary else set()
         return (v.op == "mul" and v.agg == "sum"
                 and any(tiles[l] > 1 for l in shared if l in v.agg_labels))
-
-    def joined(self, v: Vertex, choice: Choice) -> tuple[list[float], float]:
-        """The operands' tuples and the joined tuples under the choice's tile sizes (the
-        same for each way of reading the operands; computed once)."""
-        key = (v.name, choice.tiles)
-        found = self._joins.get(key)
-        if found is None:
-            tiles, ops = choice.sizes, self._ops[v.name]
-            t_in = [o.tuples(tiles) for o in ops]
-            found = self._joins[key] = (t_in, self._join_tuples(v, ops, t_in, tiles,
-                                                                self._sizes[v.name]))
-        return found
 
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:

@@ -164,11 +164,11 @@ class StatsCache:
         self._entries: OrderedDict[object, tuple[weakref.ref, Summary, TensorStats]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, x: object, default: float = 0.0) -> TensorStats:
+    def get(self, x: object, default: float = 0.0, now: Summary | None = None) -> TensorStats:
         """The statistics of `x` (its entries other than `default`): kept ones while its
-        summary is the one they were computed with (its values may have changed in
-        place), else computed and kept."""
-        now = summary(x, default)
+        summary (`now`, when the caller has it) is the one they were computed with (its
+        values may have changed in place), else computed and kept."""
+        now = now or summary(x, default)
         key = id(x) if default == 0 else (id(x), default)
         with self._lock:
             found = self._entries.get(key)

@@ -50,7 +50,7 @@ from .program.lower import ContractionPath, lower
 from .program.model import Program
 from .program.parser import load_program
 from .program.validate import infer_bounds
-from .reuse import PLANS, STATS, Planned, summary
+from .reuse import PLANS, STATS, Planned, Summary, summary
 from .sql.compiler import Combined, CompiledPlan, compile_plan
 from .sql.dialect import Dialect
 from .sql.pretty import pretty
@@ -122,6 +122,7 @@ class Session:
         self.tables: dict[str, TableRelation] = {}
         self._imported: list[TableRelation] = []      # dropped when it closes
         self._input_stats: dict[str, TensorStats] = {}
+        self._summaries: dict[str, Summary] = {}     # of the inputs, where reuse asked
         self._context: OptimizerContext | None = None
         self._paths: SparsePaths | None = None
         self._compiled = 0
@@ -138,8 +139,9 @@ class Session:
             if reusable:
                 key = self._reuse_key(paths)
                 decls = self.values.program.inputs
-                summaries = {name: summary(inp.value, decls[name].default if name in decls else 0)
-                             for name, inp in self.inputs.items()}
+                summaries = self._summaries = {
+                    name: summary(inp.value, decls[name].default if name in decls else 0)
+                    for name, inp in self.inputs.items()}
                 self._planned = PLANS.find(key, summaries)
             if self._planned is not None:
                 self.dag, self.fused = self._planned.dag, self._planned.fused
@@ -240,7 +242,7 @@ class Session:
             if name not in self._input_stats:       # one data object given twice: counted once
                 key = (id(inp.value), defaults.get(name, 0.0))
                 if key not in counted:
-                    counted[key] = STATS.get(inp.value, key[1])
+                    counted[key] = STATS.get(inp.value, key[1], self._summaries.get(name))
                 self._input_stats[name] = counted[key]
         self.timings["statistics_seconds"] += time.perf_counter() - start
         return {name: self._input_stats[name] for name in self.values.program.inputs}

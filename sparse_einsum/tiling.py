@@ -90,6 +90,7 @@ def tile_index(index: np.ndarray, b: int) -> np.ndarray:
     return index >> (b.bit_length() - 1) if b & (b - 1) == 0 else index // b
 
 
+@lru_cache(maxsize=None)
 def pads(tiling: Tiling, shape: tuple[int, ...]) -> bool:
     """Whether some tile is padded (a tile size that does not divide its axis)."""
     return any(1 < b < n and n % b for b, n in zip(tiling, shape))

@@ -86,3 +86,23 @@ def test_calls_without_a_backend_share_the_process_database_and_leave_nothing():
     DuckDBBackend._engine = (pid + 1, *DuckDBBackend._engine[1:])   # as a forked child finds it
     _check([run(PROGRAM, datas[1])], datas[1:2])
     assert DuckDBBackend._engine[0] == pid and DuckDBBackend._engine[1] is not engine
+
+
+def test_shared_backends_reuse_what_the_engine_found(monkeypatch):
+    """A call on the process's database neither loads the extension again nor asks for its
+    BLAS or its memory limit: the first backend on it found them."""
+    first = DuckDBBackend.shared()
+    first.close()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("asked the engine again")
+    monkeypatch.setattr("sparse_einsum.backends.duckdb.duckdb_extension.load", refused)
+    monkeypatch.setattr(DuckDBBackend, "_setting", refused)
+    data = _data(3)
+    backend = DuckDBBackend.shared()
+    try:
+        assert type(backend.dialect) is type(first.dialect)
+        assert backend.memory_limit() == first.memory_limit()
+        _check([run(PROGRAM, data, backend=backend)], [data])
+    finally:
+        backend.close()

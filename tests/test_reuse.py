@@ -168,3 +168,21 @@ def test_statistics_are_kept_per_array_while_it_is_unchanged():
     a[:, :] = 1.0                          # changed in place: counted again
     again = STATS.get(a)
     assert again is not first and again.nnz == a.size == exact_stats(a).nnz
+
+
+def test_a_first_call_summarises_each_input_once(monkeypatch):
+    """The summary a call computes to look for a plan is the one the statistics cache
+    compares: one pass over each input, not two."""
+    import sparse_einsum.reuse as reuse_module
+    seen = []
+
+    def counting(x, default=0.0):
+        seen.append(id(x))
+        return summary(x, default)
+    monkeypatch.setattr(reuse_module, "summary", counting)
+    monkeypatch.setattr(session_module, "summary", counting)
+    PLANS.clear()
+    data = _spmm_data(7)
+    got = se.einsum("ij,jf->if", data["A"], data["H"])
+    np.testing.assert_allclose(got, data["A"] @ data["H"], rtol=1e-12, atol=1e-12)
+    assert sorted(seen) == sorted(map(id, (data["A"], data["H"])))

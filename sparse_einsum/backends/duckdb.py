@@ -3,6 +3,7 @@ sparse_einsum extension's C kernels (or, where it cannot be loaded, NumPy kernel
 arrow UDFs) and fetches results."""
 from __future__ import annotations
 
+import copy
 import os
 import re
 import threading
@@ -123,22 +124,34 @@ class DuckDBBackend(Backend):
     def _setting(self, setting: str):
         return self.query(render("duckdb/setting", setting=literal(setting)))[0][0]
 
-    _engine: tuple[int, duckdb.DuckDBPyConnection, "_Threads"] | None = None
+    # (pid, the in-memory database this process keeps open, the first backend on it)
+    _engine: tuple[int, duckdb.DuckDBPyConnection, "DuckDBBackend"] | None = None
     _engine_lock = threading.Lock()
+    _engine_limit: tuple[int, str] | None = None   # its memory_limit, which nobody else sets
 
     @classmethod
     def shared(cls) -> "DuckDBBackend":
         """A cursor on the in-memory database this process keeps open (made on first use;
-        a forked child makes its own): a call then neither opens a database nor loads the
-        extension (about 0.07 s a call), and its TEMP tables go with the cursor."""
+        a forked child makes its own), with what the first backend on it found: a call
+        neither opens a database nor loads the extension (about 0.07 s a call) nor asks
+        which kernels and BLAS it has (about 1.5 ms a call), and its TEMP tables go with
+        the cursor."""
         with cls._engine_lock:
             if cls._engine is None or cls._engine[0] != os.getpid():
                 con = connect(":memory:")
-                threads = con.execute(render("duckdb/setting", setting=literal("threads")))
-                cls._engine = (os.getpid(), con, _Threads(int(threads.fetchone()[0])))
-            _, connection, threads = cls._engine
-        backend = cls(connection)
-        backend._threads = threads      # the engine is ours too
+                first = cls(con)
+                first._threads = _Threads(int(first._setting("threads")))   # the engine is ours
+                first._engine_limit = first.memory_limit()
+                cls._engine = (os.getpid(), con, first)
+            first = cls._engine[2]
+        backend = copy.copy(first)
+        backend._registered = set()
+        backend.con = first.con.cursor()
+        try:
+            backend._set("enable_progress_bar", SQL("false"))
+        except BaseException:
+            backend.con.close()
+            raise
         return backend
 
     def _kernels(self, native: bool | None) -> Dialect:
@@ -167,6 +180,8 @@ class DuckDBBackend(Backend):
                 if (m := _SPILL_FILE.match(path.name)) and not _alive(int(m.group(1)))]
 
     def memory_limit(self) -> tuple[int, str] | None:
+        if self._engine_limit:
+            return self._engine_limit
         text = self._setting("memory_limit")
         size = parse_size(str(text).replace(" ", ""))
         return (size, f"DuckDB's memory_limit {text}") if size else None
