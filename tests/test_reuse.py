@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparse_einsum as se
+import sparse_einsum.reuse as reuse_module
 import sparse_einsum.session as session_module
 from sparse_einsum import DataError, Session
 from sparse_einsum.reuse import PLANS, STATS, PlanCache, Planned, summary
@@ -173,7 +174,6 @@ def test_statistics_are_kept_per_array_while_it_is_unchanged():
 def test_a_first_call_summarises_each_input_once(monkeypatch):
     """The summary a call computes to look for a plan is the one the statistics cache
     compares: one pass over each input, not two."""
-    import sparse_einsum.reuse as reuse_module
     seen = []
 
     def counting(x, default=0.0):
