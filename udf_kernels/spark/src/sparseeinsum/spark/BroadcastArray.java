@@ -22,12 +22,13 @@ import org.apache.spark.sql.types.ArrayType;
 
 /**
  * se_broadcast__&lt;table&gt;(): a one-tuple relation's array, held once per JVM as a Spark
- * broadcast (on a local master, in this class's registry) instead of in a table. The driver reads it from a file of little-endian
- * doubles (`fromFile`: an input) or computes it (`fromFrame`: a statement's result;
- * `fromPieces`: a stack's pieces, scattered here) and registers it under the table's name; the catalog binds each call to the broadcast,
- * which travels with the task as a handle (a scalar subquery would put the whole array
- * into every task). Each call returns the same `DoubleArray`, which the kernels read
- * without a copy. Not deterministic, so that Spark never folds it into a literal.
+ * broadcast (on a local master, in this class's registry) instead of in a table. The
+ * driver reads it from a file of little-endian doubles (`fromFile`: an input), computes it
+ * (`fromFrame`: a statement's result) or scatters a stack's pieces (`fromPieces`), and
+ * registers it under the table's name; the catalog binds each call to the broadcast, which
+ * travels with the task as a handle (a scalar subquery would put the whole array into every
+ * task). Each call returns the same `DoubleArray`, which the kernels read without a copy.
+ * Not deterministic, so that Spark never folds it into a literal.
  */
 public class BroadcastArray extends Bound implements ScalarFunction<ArrayData> {
     static final String PREFIX = "se_broadcast__";
