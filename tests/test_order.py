@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
 from sparse_einsum.errors import PlanError
-from sparse_einsum.optimizer.order import ENUMERATE, ProductKind, all_paths
+from sparse_einsum.optimizer.order import DENSE, ENUMERATE, ProductKind, all_paths
 from sparse_einsum.optimizer.context import OptimizerContext
 from sparse_einsum.optimizer.search import brute_force
 from sparse_einsum.program.dag import Dag, Operand
@@ -134,6 +134,31 @@ def test_semiring_orders_equal_brute_force(subscripts, sparse, ring, agg):
             assert chooser.price(dag, operands, path, tuple(target), 1.0, kind) == \
                 pytest.approx(brute[-1])
         assert session.plans("optimal")[0].cost == pytest.approx(min(brute), rel=1e-9)
+
+
+def test_a_step_lays_out_its_sparser_operands_labels_first(backend):
+    """Each intermediate of a product lists its sparser operand's labels first (where
+    that is sparse), so that a kernel driven by that operand's entries runs over the
+    other's labels contiguously; every plan gives NumPy's values."""
+    rng = np.random.default_rng(5)
+    g, a = rng.normal(size=(50, 8)), _mask(50, 150, seed=6)
+    x = sp.random_array((50, 30), density=0.2, random_state=7, format="csr")
+    subscripts = "ih,ij,jf->fh"
+    with einsum_session(subscripts, g, a, x, backend=None, dialect=DuckDBDialect()) as session:
+        stats, dag = session.optimizer().stats, session.dag
+        steps = [v for v in dag.vertices if v.name not in dag.outputs]
+        assert steps
+        for v in steps:
+            full = [stats[o.tensor].nnz / np.prod(dag.shapes[o.tensor]) for o in v.operands]
+            assert min(full) < DENSE
+            sparser = v.operands[int(np.argmin(full))]
+            kept = tuple(l for l in sparser.labels if l in v.labels)
+            assert v.labels[:len(kept)] == kept
+    expected = np.einsum(subscripts, g, a.toarray(), x.toarray())
+    for plan in ("optimal", "dense", "relational"):
+        result = se.einsum(subscripts, g, a, x, plan=plan, backend=backend)
+        assert result.dtype == np.float64
+        np.testing.assert_allclose(result, expected, rtol=1e-9, atol=1e-12)
 
 
 def _inputs_only(dag: Dag) -> Dag:

@@ -82,10 +82,25 @@ class SparsePaths:
         else:
             candidates = [dense, self.greedy_path(dag, operands, target, kind)]
         unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
-        if len(unique) == 1:
-            return unique[0]
-        return min(unique, key=lambda path: self.price(dag, operands, path, target, const,
-                                                       kind))
+        best = unique[0] if len(unique) == 1 else min(
+            unique, key=lambda path: self.price(dag, operands, path, target, const, kind))
+        return self.sparser_first(dag, operands, best, target, const, kind)
+
+    def sparser_first(self, dag: Dag, operands: list[Operand], path: ContractionPath,
+                      target: tuple[str, ...], const: float, kind: ProductKind
+                      ) -> ContractionPath:
+        """`path` with the sparser operand of each step first where it is sparse (under
+        DENSE full), so that the step's result lays out the other operand's labels last
+        (`contraction`): those a kernel driven by the sparse operand's entries loops over
+        for each of them."""
+        product, stats = self._product(dag, operands, path, target, const, kind)
+        full = {t: stats[t].nnz / max(prod(product.shapes[t]), 1) for t in stats}
+        tensors, oriented = [o.tensor for o in operands], []
+        for (i, j), v in zip(path, product.vertices):
+            swap = full[tensors[j]] < min(full[tensors[i]], DENSE)
+            oriented.append((j, i) if swap else (i, j))
+            tensors = [t for k, t in enumerate(tensors) if k not in (i, j)] + [v.name]
+        return oriented
 
     def _catch_up(self, dag: Dag) -> None:
         """Statistics of the vertices lowered since the last call."""

@@ -66,17 +66,20 @@ def contraction(operands: list[Operand], path: ContractionPath, target: tuple[st
     """The vertices of a product of `operands` along `path`, summed onto `target` and
     times `const`: each step keeps the labels later operands or the target need (sums
     pushed down); the last vertex is `name` (None: named like the others, by `fresh()`).
-    With `op` "add" and `agg` min or max, a min-plus or max-plus product (const 1)."""
+    With `op` "add" and `agg` min or max, a min-plus or max-plus product (const 1).
+    A step's result lays out the labels of the pair's first operand first (where it is
+    sparse, the other's labels are then the kernel's contiguous inner loop)."""
     operands = list(operands)
-    for step, (i, j) in enumerate(sorted(pair) for pair in path):
+    for step, (first, second) in enumerate(path):
+        i, j = sorted((first, second))
+        order = operands[first].labels + operands[second].labels
         right, left = operands.pop(j), operands.pop(i)
         last = step == len(path) - 1
         if last and const == 1.0:
             yield Vertex(name or fresh(), target, op, agg, (left, right), line)
             return
         needed = set(target).union(*(o.labels for o in operands))
-        labels = target if last else tuple(
-            l for l in dict.fromkeys(left.labels + right.labels) if l in needed)
+        labels = target if last else tuple(l for l in dict.fromkeys(order) if l in needed)
         vertex = Vertex(fresh(), labels, op, agg, (left, right), line)
         operands.append(Operand(vertex.name, vertex.labels))
         yield vertex
