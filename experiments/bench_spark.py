@@ -13,8 +13,10 @@ plans are ranked with the Spark constants and the cluster's parallelism), its pl
 ``session.run``. Each plan runs once to warm up (not with --no-warmup), then the plans
 run ``--repeats`` times in turn (round robin, `harness.side_by_side`). Reported per plan:
 the estimated cost, the median and noise of the wall time as the user sees it (loading
-the inputs, the statements, fetching the result) and of the statements alone, whether it
-was the fastest of the top plans, and the median seconds of each step; every result is
+the inputs, the statements, fetching the result) and of the statements alone, the
+machine's cores busy during a run (every process: a 2-core machine running 2 workers and
+the driver shows whether it had cores to spare), whether it was the fastest of the top
+plans, and the median seconds of each step; every result is
 checked against scipy. Spark's start-up is reported separately. Results:
 ``bench_spark_gcn2_<dataset>.csv`` in --out (rows with the run's provenance) and the log
 ``.txt`` in <out>/generated (next to the CSV with --publish).
@@ -74,13 +76,17 @@ def run_configuration(label: str, backend, w, top: int, repeats: int, reference,
                 log(f"      {line}")
         plans = dict(zip(RANKS, ranked))
         runs: dict[str, list] = {rank: [] for rank in plans}
+        busy: dict[str, list[float]] = {rank: [] for rank in plans}
 
-        def check(rank: str, run) -> None:
+        def check(rank: str, result) -> None:
+            cores, run = result
             check_run(plans[rank], run, reference, scale)
             runs[rank].append(run)
+            busy[rank].append(cores)
 
         walls = harness.side_by_side(
-            {rank: (lambda plan=plan: session.run(plan)) for rank, plan in plans.items()},
+            {rank: (lambda plan=plan: harness.busy_cores(lambda: session.run(plan)))
+             for rank, plan in plans.items()},
             repeats, warmup=int(warmup), check=check)
     statements = harness.Timings({rank: [run.seconds(loads=False) for run in timed]
                                   for rank, timed in runs.items()})
@@ -88,7 +94,8 @@ def run_configuration(label: str, backend, w, top: int, repeats: int, reference,
              "wall_s": walls.median(rank), "wall_noise_s": walls.noise(rank),
              "statements_s": statements.median(rank),
              "statements_noise_s": statements.noise(rank),
-             "statements": len(runs[rank][0].steps), "repeats": repeats}
+             "statements": len(runs[rank][0].steps), "repeats": repeats,
+             "busy_cores": statistics.median(busy[rank])}
             for rank, plan in plans.items()]
     steps = [step_medians(timed) for timed in runs.values()]
     log(f"  median seconds per step ({repeats} runs; steps the plans share, then their own):")
@@ -155,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                                       reference, scale, log, not args.no_warmup)
 
     log("\n| configuration | rank | est. cost | wall s (median ± noise) | statements s "
-        "(median ± noise) | fastest | plan |\n|---|---|---|---|---|---|---|")
+        "(median ± noise) | busy cores | fastest | plan |\n|---|---|---|---|---|---|---|---|")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]
         fastest = min(ranked, key=lambda r: r["wall_s"])
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             r["fastest"] = r is fastest
             log(f"| {label} | {r['rank']} | {r['est_cost']:.4g} | {r['wall_s']:.2f} "
                 f"± {r['wall_noise_s']:.2f} | {r['statements_s']:.2f} "
-                f"± {r['statements_noise_s']:.2f} | "
+                f"± {r['statements_noise_s']:.2f} | {r['busy_cores']:.2f} | "
                 f"{'yes' if r['fastest'] else ''} | {r['plan']} |")
     for label in dict.fromkeys(r["configuration"] for r in rows):
         ranked = [r for r in rows if r["configuration"] == label]

@@ -63,6 +63,29 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def busy_cores(fn: Callable[[], object]) -> tuple[float, object]:
+    """(the machine's cores busy on average while `fn` ran, its result): all processes'
+    CPU time (Linux's /proc/stat), so a Spark run's executors and driver count; NaN
+    elsewhere."""
+    before = _cpu_ticks()
+    result = fn()
+    after = _cpu_ticks()
+    if before is None or after is None or after[1] == before[1]:
+        return float("nan"), result
+    return os.cpu_count() * (after[0] - before[0]) / (after[1] - before[1]), result
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """The machine's busy and total CPU ticks so far, or None without /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = ticks[3] + ticks[4]              # idle and waiting for I/O
+    return sum(ticks) - idle, sum(ticks)
+
+
 def side_by_side(methods: Mapping[str, Callable[[], object]], repeats: int, *, warmup: int = 1,
                  check: Callable[[str, object], None] | None = None) -> Timings:
     """Run every method `warmup` times, then `repeats` rounds in which each runs once in
