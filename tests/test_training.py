@@ -187,6 +187,33 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
         drop_tables(backend, "t_count")
 
 
+def test_an_update_passes_its_new_state_on(duck):
+    """On DuckDB a parameter's next table reads the parameter's update alone, whose statement
+    passes the new moments on beside it: each new moment is read by one query of the
+    statement (streamed, not materialised for two readers); the training is PyTorch's."""
+    data = gcn_data()
+    options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
+    expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
+    try:
+        with Trainer(GCN, data, backend=duck, tables="t_carry", **options) as trainer:
+            for param in ("W1", "W2"):
+                step = next(s for s in trainer.compiled.steps
+                            if s.target.table == trainer.job.next_table(param))
+                tables = {p.vertex: p.target.table for p in step.pipelined}
+                queries = [p.query for p in step.pipelined] + [step.query]
+                assert f'"{tables[f"{param}_new"]}"' in step.query
+                for moment in ("m", "v"):
+                    table = f'"{tables[f"{param}_{moment}_new"]}"'
+                    assert sum(table in q for q in queries) == 1
+            losses = [trainer.iterate()["loss"] for _ in range(3)]
+            params = trainer.parameters()
+    finally:
+        drop_tables(duck, "t_carry")
+    np.testing.assert_allclose(losses, expected, rtol=1e-9)
+    np.testing.assert_allclose(params["W1"], weights[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+
+
 def _counted(calls, method, call):
     def counted(first, *args, **kwargs):
         calls.append((method, first))

@@ -86,15 +86,19 @@ def presence(kind: str, deciding: list[Presence]) -> Presence:
     return frozenset(clauses) if clauses != [frozenset()] else None
 
 
-def chain_query(chain: Chain, n: int, d: Dialect) -> str:
+def chain_query(chain: Chain, n: int, d: Dialect, carried: dict[str, int] | None = None
+                ) -> str:
     """The SELECT of a chain whose arrays hold `n` elements: one kernel call over its
     one-tuple inputs. Where the engine computes a scalar subquery once
     (`Capabilities.constants_once`: Spark, whose joins of one-tuple relations are a
-    broadcast job each) the inputs are scalar subqueries, else joins (`_joined_inputs`)."""
+    broadcast job each) the inputs are scalar subqueries, else joins (`_joined_inputs`),
+    and `carried` (column -> input position) passes inputs on beside the result."""
     spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs), chain.tokens)
     if not d.capabilities.constants_once:
         values = [f"u{k}.val" for k in range(len(chain.inputs))]
-        return f"SELECT {d.fused(spec, values)} AS val FROM {_joined_inputs(chain, d)}"
+        passed = "".join(f", u{k}.val AS {d.q(c)}" for c, k in (carried or {}).items())
+        return (f"SELECT {d.fused(spec, values)} AS val{passed} "
+                f"FROM {_joined_inputs(chain, d)}")
     values = [d.constant(rel) for rel in chain.inputs]
     where = _condition(chain.present, values)
     return (f"SELECT {d.fused(spec, values)} AS val FROM (SELECT 1 AS one) AS dom"

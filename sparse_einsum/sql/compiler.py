@@ -105,6 +105,7 @@ class Compiler:
         # element-wise vertices computed inside their reader's kernel call (`sql.chains`)
         self.chained = chained(dag, plan, set(self.factors)) \
             if dialect.capabilities.fused_chains else set()
+        self.chains: dict[str, Chain] = {}     # the vertices computed as chains, by table
 
     # -- relations ----------------------------------------------------------
     def _new_rel(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
@@ -167,6 +168,8 @@ class Compiler:
             builder = StepBuilder(self.prefix, self._kernels)
             query = chain_query(chain, prod(self.dag.shapes[v.name]), self.d) if chain \
                 else self._vertex_query(v, inputs, out, builder)
+            if chain:
+                self.chains[out.table] = chain
             self._add(out, query, builder, inputs, self.plan.uclc(self.dag, v), v.name,
                       chain.vertices if chain else ())
             self.relations[(v.name, out.tiling, False)] = out
@@ -229,9 +232,38 @@ class Compiler:
         rels = {column: self.relation(tensor, spec.tiling)
                 for column, tensor in spec.columns.items()}
         out = replace(next(iter(rels.values())), table=table, tensor=table)
-        self._add(out, combined_query(rels, self.d), StepBuilder(self.prefix, self._kernels),
-                  list(rels.values()), f"{table} = {', '.join(spec.columns.values())}")
+        carried = self._carry(rels)
+        reads = [rels[carried[0]]] if carried else list(rels.values())
+        self._add(out, combined_query(rels, self.d, carried), StepBuilder(self.prefix,
+                                                                          self._kernels),
+                  reads, f"{table} = {', '.join(spec.columns.values())}")
         return out
+
+    def _carry(self, rels: dict[str, TableRelation]) -> tuple[str, dict[str, str]] | None:
+        """One-tuple outputs of which one, a chain that always has its tuple, reads all the
+        others (an optimizer's update reading its new state): its statement passes them on
+        beside its result (`chain_query`'s `carried`), so that the gathering statement reads
+        it alone and the others stream into it once, not computed for two readers. The
+        output's column and, per other column, the carrier's column holding it."""
+        if any(rel.keyed for rel in rels.values()) or self.d.capabilities.constants_once:
+            return None
+        for column, rel in rels.items():
+            chain = self.chains.get(rel.table)
+            if chain is None or chain.present is not None:
+                continue
+            inputs = [r.table for r in chain.inputs]
+            others = {c: r.table for c, r in rels.items() if c != column}
+            if not all(t in inputs for t in others.values()):
+                continue
+            passed = {c: f"carried_{c}" for c in others}
+            k = next(k for k, s in enumerate(self.steps)
+                     if s.kind == "sql" and s.target.table == rel.table)
+            query = chain_query(chain, prod(self.dag.shapes[rel.tensor]), self.d,
+                                {passed[c]: inputs.index(t) for c, t in others.items()})
+            self.steps[k] = replace(self.steps[k], query=query,
+                                    sql=self.d.create(rel.table, query, self.temporary))
+            return column, passed
+        return None
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -599,10 +631,13 @@ VALUE_STRATEGIES = (
 )
 
 
-def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
+def combined_query(rels: dict[str, TableRelation], d: Dialect,
+                   carried: tuple[str, dict[str, str]] | None = None) -> str:
     """The rows of relations of one shape and tiling side by side: their key columns, then
     each one's values in its column (zero where it has no tuple; NULL for arrays of
-    engines whose kernels read NULL as zeros)."""
+    engines whose kernels read NULL as zeros). `carried` (one-tuple relations): the
+    column whose relation holds the others' values too, and their columns in it
+    (`Compiler._carry`)."""
     q = d.q
     first = next(iter(rels.values()))
     zero = d.zero(None if first.is_scalar else first.sub_size)
@@ -612,6 +647,12 @@ def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
         return f"coalesce({x}, {zero})" if fill else x
 
     aliases = [f"c{k}" for k in range(len(rels))]
+    if carried:
+        carrier, passed = carried
+        sources = {c: f"c0.{q(passed[c])}" if c in passed else "c0.val" for c in rels}
+        return (f"SELECT {', '.join(f'{value(x)} AS {q(c)}' for c, x in sources.items())} "
+                f"FROM (SELECT 1 AS one) AS dom LEFT JOIN {q(rels[carrier].table)} AS c0 "
+                "ON TRUE")
     values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
     if not first.keyed:          # one tuple at most each: joined to one row, not subqueries
         joins = "".join(f" LEFT JOIN {q(rel.table)} AS {a} ON TRUE"
