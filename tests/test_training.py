@@ -117,9 +117,7 @@ def test_parameters_stored_one_entry_per_row(backend, monkeypatch):
             params = trainer.parameters()
     finally:
         drop_tables(backend, "t_rows")
-    np.testing.assert_allclose(losses, expected, rtol=1e-9)
-    np.testing.assert_allclose(params["W1"], weights[0], rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(params["W2"], weights[1], rtol=1e-8, atol=1e-12)
+    _assert_trained_as_torch(losses, params, expected, weights)
 
 
 def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
@@ -209,6 +207,10 @@ def test_an_update_passes_its_new_state_on(duck):
             params = trainer.parameters()
     finally:
         drop_tables(duck, "t_carry")
+    _assert_trained_as_torch(losses, params, expected, weights)
+
+
+def _assert_trained_as_torch(losses, params, expected, weights):
     np.testing.assert_allclose(losses, expected, rtol=1e-9)
     np.testing.assert_allclose(params["W1"], weights[0], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(params["W2"], weights[1], rtol=1e-8, atol=1e-12)

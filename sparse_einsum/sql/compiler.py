@@ -646,13 +646,13 @@ def combined_query(rels: dict[str, TableRelation], d: Dialect,
     def value(x: str) -> str:
         return f"coalesce({x}, {zero})" if fill else x
 
-    aliases = [f"c{k}" for k in range(len(rels))]
     if carried:
         carrier, passed = carried
         sources = {c: f"c0.{q(passed[c])}" if c in passed else "c0.val" for c in rels}
         return (f"SELECT {', '.join(f'{value(x)} AS {q(c)}' for c, x in sources.items())} "
                 f"FROM (SELECT 1 AS one) AS dom LEFT JOIN {q(rels[carrier].table)} AS c0 "
                 "ON TRUE")
+    aliases = [f"c{k}" for k in range(len(rels))]
     values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
     if not first.keyed:          # one tuple at most each: joined to one row, not subqueries
         joins = "".join(f" LEFT JOIN {q(rel.table)} AS {a} ON TRUE"
