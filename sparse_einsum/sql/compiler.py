@@ -245,7 +245,8 @@ class Compiler:
         beside its result (`chain_query`'s `carried`), so that the gathering statement reads
         it alone and the others stream into it once, not computed for two readers. The
         output's column and, per other column, the carrier's column holding it."""
-        if any(rel.keyed for rel in rels.values()) or self.d.capabilities.constants_once:
+        if (len(rels) < 2 or any(rel.keyed for rel in rels.values())
+                or self.d.capabilities.constants_once):
             return None
         for column, rel in rels.items():
             chain = self.chains.get(rel.table)
