@@ -142,7 +142,7 @@ def test_a_step_lays_out_its_sparser_operands_labels_first(backend):
     other's labels contiguously; every plan gives NumPy's values."""
     rng = np.random.default_rng(5)
     g, a = rng.normal(size=(50, 8)), _mask(50, 150, seed=6)
-    x = sp.random_array((50, 30), density=0.2, random_state=7, format="csr")
+    x = sp.random_array((50, 30), density=0.2, rng=7, format="csr")
     subscripts = "ih,ij,jf->fh"
     with einsum_session(subscripts, g, a, x, backend=None, dialect=DuckDBDialect()) as session:
         stats, dag = session.optimizer().stats, session.dag
