@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(losses) == 2:
             assert abs(losses["passed on"] - losses["joined"]) <= 1e-12, losses
             losses.clear()
-        for step in trainers[name].last_run.steps:
+        trainer = trainers[name]
+        for step in trainer.last_run.steps:
             for param in ("W1", "W2"):
-                if step.label.startswith(f"bench_{name.split()[0]}_{param}_next"):
+                if step.label.startswith(trainer.job.next_table(param) + " "):
                     updates[f"{param} update ({name})"].append(step.seconds)
 
     with passed_on, joined:

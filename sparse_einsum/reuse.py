@@ -168,7 +168,7 @@ class StatsCache:
         """The statistics of `x` (its entries other than `default`): kept ones while its
         summary (`now`, when the caller has it) is the one they were computed with (its
         values may have changed in place), else computed and kept."""
-        now = now or summary(x, default)
+        now = summary(x, default) if now is None else now
         key = id(x) if default == 0 else (id(x), default)
         with self._lock:
             found = self._entries.get(key)
