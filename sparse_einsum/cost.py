@@ -8,6 +8,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from math import ceil, prod
 from pathlib import Path
 
@@ -147,6 +148,13 @@ def _payload_bytes(tiling: Tiling) -> float:
     return 8.0 * payload_size(tiling) if payload_axes(tiling) else 0.0
 
 
+@lru_cache(maxsize=None)
+def _layout(tiling: Tiling, shape: tuple[int, ...]) -> tuple[bool, float, int, bool, bool]:
+    """(has a payload, its dense bytes, its size, padded, keyed) of a tensor's tiling."""
+    return (bool(payload_axes(tiling)), _payload_bytes(tiling), payload_size(tiling),
+            pads(tiling, shape), bool(keyed_axes(tiling, shape)))
+
+
 class _Tiled:
     """What the choices of a vertex with the same tile sizes share, whichever operands
     they read sparse: computed once per vertex and tile sizes, the layout first, the
@@ -260,11 +268,9 @@ class CostModel:
         # (tiling, shape) of each operand, then of the output
         t.tilings = tilings = [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands]
         tilings.append((choice.tiling(v.labels), shapes[v.name]))
-        t.payload = [bool(payload_axes(tl)) for tl, _ in tilings]
-        t.dense = [_payload_bytes(tl) for tl, _ in tilings]
-        t.largest = max(payload_size(tl) for tl, _ in tilings)
-        t.pads = any(pads(tl, shape) for tl, shape in tilings)
-        t.keyed = [bool(keyed_axes(tl, shape)) for tl, shape in tilings[:-1]]
+        payload, t.dense, sizes, padded, keyed = zip(*(_layout(*tl) for tl in tilings))
+        t.payload, t.dense = list(payload), list(t.dense)
+        t.largest, t.pads, t.keyed = max(sizes), any(padded), list(keyed[:-1])
         t.cells = prod(tiles[l] for l in v.all_labels)
         t.join = None
         return t

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from einsum_cases import DENSITIES, EXPRESSIONS, operands, reference
 from sparse_einsum import einsum
 from sparse_einsum.api import einsum_session
-from sparse_einsum.blocks import compose, decompose
+from sparse_einsum.blocks import compose, compose_sparse, decompose
 from sparse_einsum.optimizer.strategies import STRATEGIES
 
 
@@ -106,6 +106,30 @@ def test_sparse_inputs_in_any_format_decompose_alike(fmt):
                 np.testing.assert_array_equal(a, b)
     empty = decompose(sp.csr_matrix((40, 30)), (40, 30), True)
     assert len(empty) == 0 and empty.values.size == 0
+
+
+@pytest.mark.parametrize("shape", [(40, 30), (40,), (6, 5, 4)])
+@pytest.mark.parametrize("default", [0.0, np.inf])
+def test_sparse_composition_keeps_the_entries_of_every_tiling(shape, default):
+    """compose_sparse gives the entries that differ from the default (explicit zeros of a
+    tensor of default 0 left out) at their coordinates, under every tiling, from dense
+    and from packed payloads: as scipy.sparse would hold the dense array."""
+    rng = np.random.default_rng(11)
+    dense = np.where(rng.random(shape) < 0.2, rng.normal(size=shape), default)
+    dense.flat[:3] = [0.0, -0.0, 1.0]
+    stored = dense != default
+    tilings = {(40, 30): [(1, 1), (1, 30), (40, 1), (40, 30), (7, 4), (16, 30), (1, 8)],
+               (40,): [(1,), (8,), (40,)], (6, 5, 4): [(1, 1, 1), (2, 5, 1), (6, 5, 4)]}
+    for tiling in tilings[shape]:
+        for packed in (False, True) if default == 0 else (False,):
+            got = compose_sparse(decompose(dense, tiling, packed, default), shape, tiling,
+                                 default)
+            assert got.shape == shape and got.format == ("csr" if len(shape) == 2 else "coo")
+            coo = got.tocoo()
+            assert sorted(zip(*coo.coords)) == sorted(zip(*np.nonzero(stored))), tiling
+            np.testing.assert_array_equal(coo.data, dense[coo.coords])
+            if len(shape) == 2:            # scipy's own index type for such a matrix
+                assert got.indices.dtype == np.int32
 
 
 def test_the_callers_data_is_left_unchanged():
