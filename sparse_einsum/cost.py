@@ -268,9 +268,9 @@ class CostModel:
         # (tiling, shape) of each operand, then of the output
         t.tilings = tilings = [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands]
         tilings.append((choice.tiling(v.labels), shapes[v.name]))
-        payload, t.dense, sizes, padded, keyed = zip(*(_layout(*tl) for tl in tilings))
-        t.payload, t.dense = list(payload), list(t.dense)
-        t.largest, t.pads, t.keyed = max(sizes), any(padded), list(keyed[:-1])
+        payload, dense, sizes, padded, keyed = zip(*(_layout(*tl) for tl in tilings))
+        t.payload, t.dense, t.keyed = list(payload), list(dense), list(keyed[:-1])
+        t.largest, t.pads = max(sizes), any(padded)
         t.cells = prod(tiles[l] for l in v.all_labels)
         t.join = None
         return t
