@@ -59,7 +59,7 @@ def summary(x: object, default: float = 0.0) -> Summary:
         minor = np.count_nonzero(np.bincount(x.indices, minlength=x.shape[x.format == "csr"]))
         distinct = (major, minor) if x.format == "csr" else (minor, major)
         values = x.data
-        nnz = None
+        nnz = np.count_nonzero(values)
     else:
         values = np.asarray(x)
         nnz = np.count_nonzero(values)
@@ -71,9 +71,10 @@ def summary(x: object, default: float = 0.0) -> Summary:
                 axis=tuple(a for a in range(values.ndim) if a != axis)))
                 for axis in range(values.ndim))
     if default != 0:
-        values, nnz = values[values != default], None
-    return Summary(int(np.count_nonzero(values) if nnz is None else nnz),
-                   tuple(int(n) for n in distinct), all_finite(values), max_abs(values))
+        values = values[values != default]
+        nnz = np.count_nonzero(values)
+    return Summary(int(nnz), tuple(int(n) for n in distinct), all_finite(values),
+                   max_abs(values))
 
 
 def all_finite(values: np.ndarray) -> bool:
