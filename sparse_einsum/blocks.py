@@ -4,7 +4,8 @@
 payload of each key: the sub-tensor over the payload axes, flattened row-major (a
 scalar when there is no payload axis), with the padding of edge tiles zero; or, for
 sparse payloads, its non-zeros packed as ``[offsets..., values...]`` (the flat offsets
-within the payload, then the values, as doubles). All-zero payloads are not kept. For a
+within the payload, then the values, as doubles). All-zero payloads are not kept, but
+for a tensor in one tile: a one-tuple relation always has its tuple. For a
 tensor whose absent entries hold a default other than 0, read "the default" for "zero".
 This is how arrays go into and come out of the engines.
 """
@@ -107,7 +108,7 @@ def decompose(tensor: np.ndarray | sp.spmatrix | sp.sparray, tiling: Tiling,
         kept[~kept] = np.signbit(flat[~kept]).any(axis=1)     # tiles of zeros, -0.0 kept
     else:
         kept = np.any(flat != default, axis=1)
-    if kept.all():                   # every tile: no copy of the values
+    if kept.all() or (len(flat) == 1 and flat.size):   # every tile (or the one): no copy
         return _blocks(np.arange(len(flat)), flat, array.shape, tiling, grid)
     nonzero = np.flatnonzero(kept)
     return _blocks(nonzero, flat[nonzero], array.shape, tiling, grid)
@@ -141,7 +142,8 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool, default: float) -> B
         np.multiply(rows, b1, out=packed[:len(data)], casting="unsafe")
         packed[:len(data)] += cols
         packed[len(data):] = data
-        return Blocks([], packed, np.array([0, len(packed)] if len(data) else [0], dtype=np.int64))
+        bounds = [0, len(packed)] if min(csr.shape) else [0]     # its tuple, if any entry
+        return Blocks([], packed, np.array(bounds, dtype=np.int64))
     (row_tile, row_offset), (col_tile, col_offset) = (split_index(rows, b0, csr.shape[0]),
                                                     split_index(cols, b1, csr.shape[1]))
     tile = row_tile * r1 + col_tile
@@ -154,7 +156,8 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool, default: float) -> B
         packed, bounds = _pack(slot, offsets, data, np.bincount(slot, minlength=len(tile_ids)))
         blocks = _blocks(tile_ids, np.zeros((len(tile_ids), 2)), csr.shape, tiling, grid)
         return Blocks(blocks.keys, packed, bounds)
-    tile_ids, slot = _unique(tile)
+    tile_ids, slot = (np.zeros(1, np.int64), tile) if r0 * r1 == 1 and min(csr.shape) \
+        else _unique(tile)
     values = np.full((len(tile_ids), b0 * b1), default,
                      dtype=data.dtype if default == 0 else np.float64)
     values[slot, offsets] = data

@@ -34,3 +34,7 @@ class Capabilities:
     # element-wise operations over one-tuple arrays chained in one kernel call, one pass
     # over the arrays (`sql.chains`) instead of a kernel call and an array each
     fused_chains: bool = False
+    # a statement over relations holding one tuple each is one projection of nested calls
+    # over a positional scan of the tables it reads (`sql.nested`), instead of joins of
+    # common table expressions, which copy the arrays they pass on
+    nested_calls: bool = False

@@ -72,7 +72,8 @@ class SessionOptions:
     """What one caller each sets, apart from the keywords every caller may use."""
     label_names: dict[str, str] = field(default_factory=dict)   # einsum: its labels' names
     output_dtypes: dict[str, np.dtype] | None = None            # einsum: its result's dtype
-    # inputs whose tables hold their relations already, tiled as given, read in place
+    # inputs whose tables hold their relations already, tiled as given, read in place (a
+    # relation tiled into one tuple holds it)
     in_place: dict[str, Tiling] = field(default_factory=dict)
     job: bool = False           # compile_job: every input is read from the job's tables
     scoped: bool = True         # False: the caller runs the transactions (training)
@@ -382,7 +383,10 @@ class Session:
                                 stored=self.tables, temporary=temporary,
                                 relational_outputs=relational_outputs, combined=combined,
                                 nonfinite=frozenset(t for t, s in ctx.stats.items()
-                                                    if not s.finite))
+                                                    if not s.finite),
+                                whole=frozenset(rel.table for name, rel in self.tables.items()
+                                                if name in self.options.in_place
+                                                and not rel.keyed))
 
     @contextmanager
     def _stage(self, what: str) -> Iterator[None]:

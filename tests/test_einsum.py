@@ -104,8 +104,12 @@ def test_sparse_inputs_in_any_format_decompose_alike(fmt):
             got, want = decompose(matrix, tiling, True), decompose(expected, tiling, True)
             for a, b in zip(got.keys + [got.values, got.bounds], want.keys + [want.values, want.bounds]):
                 np.testing.assert_array_equal(a, b)
+    # a tensor in one tile keeps its tuple, all zero (one-tuple statements read it)
     empty = decompose(sp.csr_matrix((40, 30)), (40, 30), True)
-    assert len(empty) == 0 and empty.values.size == 0
+    assert len(empty) == 1 and empty.values.size == 0
+    for zeros in (sp.csr_matrix((40, 30)), np.zeros((40, 30))):
+        assert decompose(zeros, (40, 30)).values.shape == (1, 1200)
+    assert len(decompose(np.zeros((40, 30)), (20, 30))) == 0
 
 
 @pytest.mark.parametrize("shape", [(40, 30), (40,), (6, 5, 4)])

@@ -185,28 +185,31 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
         drop_tables(backend, "t_count")
 
 
-def test_an_update_passes_its_new_state_on(duck):
-    """On DuckDB a parameter's next table reads the parameter's update alone, whose statement
-    passes the new moments on beside it: each new moment is read by one query of the
-    statement (streamed, not materialised for two readers); the training is PyTorch's."""
+def test_an_update_is_nested_calls_over_one_scan(duck):
+    """On DuckDB a parameter's update, its new moments and its gradient are one statement:
+    nested kernel calls over one positional scan of the tables it reads (`sql.nested`),
+    each read once, no common table expression and no join copying arrays; the
+    training is PyTorch's."""
     data = gcn_data()
     options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
     expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
     try:
-        with Trainer(GCN, data, backend=duck, tables="t_carry", **options) as trainer:
+        with Trainer(GCN, data, backend=duck, tables="t_nested", **options) as trainer:
             for param in ("W1", "W2"):
                 step = next(s for s in trainer.compiled.steps
                             if s.target.table == trainer.job.next_table(param))
-                tables = {p.vertex: p.target.table for p in step.pipelined}
-                queries = [p.query for p in step.pipelined] + [step.query]
-                assert f'"{tables[f"{param}_new"]}"' in step.query
-                for moment in ("m", "v"):
-                    table = f'"{tables[f"{param}_{moment}_new"]}"'
-                    assert sum(table in q for q in queries) == 1
+                assert {p.vertex for p in step.pipelined} >= {
+                    f"{param}_new", f"{param}_m_new", f"{param}_v_new"}
+                assert all(p.formula for p in (step, *step.pipelined))
+                scan = step.sql.split(" FROM ")[-1].split(" POSITIONAL JOIN ")
+                read = [part.split(" AS ")[0] for part in scan]
+                assert len(read) == len(set(read)) == len(step.reads)
+                assert f'"{trainer.table(param)}"' in read
+                assert " WITH " not in step.sql and " ON " not in step.sql
             losses = [trainer.iterate()["loss"] for _ in range(3)]
             params = trainer.parameters()
     finally:
-        drop_tables(duck, "t_carry")
+        drop_tables(duck, "t_nested")
     _assert_trained_as_torch(losses, params, expected, weights)
 
 

@@ -17,6 +17,7 @@ from ..kernels.spec import FusedSpec
 from ..plan import Plan
 from ..program.dag import Dag, Vertex
 from .dialect import Dialect
+from .nested import Formula, Read, formula
 from .steps import TableRelation
 
 MAX_INPUTS = 32           # the C kernel's limits (SE_MAXDIMS inputs, SE_FUSED_MAX tokens)
@@ -86,23 +87,30 @@ def presence(kind: str, deciding: list[Presence]) -> Presence:
     return frozenset(clauses) if clauses != [frozenset()] else None
 
 
-def chain_query(chain: Chain, n: int, d: Dialect, carried: dict[str, int] | None = None
-                ) -> str:
+def chain_query(chain: Chain, n: int, d: Dialect) -> str:
     """The SELECT of a chain whose arrays hold `n` elements: one kernel call over its
     one-tuple inputs. Where the engine computes a scalar subquery once
     (`Capabilities.constants_once`: Spark, whose joins of one-tuple relations are a
-    broadcast job each) the inputs are scalar subqueries, else joins (`_joined_inputs`),
-    and `carried` (column -> input position) passes inputs on beside the result."""
-    spec = FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs), chain.tokens)
+    broadcast job each) the inputs are scalar subqueries, else joins (`_joined_inputs`)."""
+    spec = _spec(chain, n)
     if not d.capabilities.constants_once:
         values = [f"u{k}.val" for k in range(len(chain.inputs))]
-        passed = "".join(f", u{k}.val AS {d.q(c)}" for c, k in (carried or {}).items())
-        return (f"SELECT {d.fused(spec, values)} AS val{passed} "
-                f"FROM {_joined_inputs(chain, d)}")
+        return f"SELECT {d.fused(spec, values)} AS val FROM {_joined_inputs(chain, d)}"
     values = [d.constant(rel) for rel in chain.inputs]
     where = _condition(chain.present, values)
     return (f"SELECT {d.fused(spec, values)} AS val FROM (SELECT 1 AS one) AS dom"
             + (f" WHERE {where}" if where else ""))
+
+
+def chain_formula(chain: Chain, n: int, d: Dialect) -> Formula:
+    """A chain over inputs holding one tuple each (`sql.nested`): its result is present."""
+    spec = _spec(chain, n)
+    return formula(lambda values: {"val": d.fused(spec, values)},
+                   [Read(rel.table) for rel in chain.inputs])
+
+
+def _spec(chain: Chain, n: int) -> FusedSpec:
+    return FusedSpec(n, tuple(1 if rel.is_scalar else n for rel in chain.inputs), chain.tokens)
 
 
 def _condition(present: Presence, values: list[str]) -> str:

@@ -16,9 +16,10 @@ from ..plan import Plan, recomputed
 from ..tiling import Tiling, key_range, middle_tiling, payload_axes, render, stacks_scalars
 from ..program.dag import Dag, Vertex
 from ..program.ops import AGGREGATES, absorbs
-from .chains import Chain, Presence, chain_query, chained, presence
+from .chains import Chain, Presence, chain_formula, chain_query, chained, presence
 from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
+from .nested import Formula, Read, formula, nested_query
 from .pipeline import pipeline
 from .steps import Step, StepBuilder, TableRelation
 
@@ -61,15 +62,16 @@ class Combined:
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
                  relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset(),
-                 combined: dict[str, Combined] | None = None) -> CompiledPlan:
-    """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables, the
-    others loaded. With `relational_outputs`, every output ends fully promoted (one key
+                 combined: dict[str, Combined] | None = None,
+                 whole: frozenset[str] = frozenset()) -> CompiledPlan:
+    """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables (those
+    of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`, every output ends fully promoted (one key
     column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
     (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
     0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
     tables, which a run leaves in the engine, instead of being fetched. Intermediates
     read by one statement are streamed into it (`pipeline`)."""
-    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite)
+    compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite, whole)
     compiler.compile()
     together = {table: compiler.combine(table, spec) for table, spec in (combined or {}).items()}
     inside = {tensor for spec in (combined or {}).values() for tensor in spec.columns.values()}
@@ -91,7 +93,7 @@ class Compiler:
 
     def __init__(self, dag: Dag, plan: Plan, dialect: Dialect, prefix: str | None = None,
                  stored_inputs: dict[str, TableRelation] | None = None, temporary: bool = False,
-                 nonfinite: frozenset[str] = frozenset()):
+                 nonfinite: frozenset[str] = frozenset(), whole: frozenset[str] = frozenset()):
         self.dag, self.plan, self.d = dag, plan, dialect
         self.temporary, self.nonfinite = temporary, nonfinite
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"
@@ -105,7 +107,9 @@ class Compiler:
         # element-wise vertices computed inside their reader's kernel call (`sql.chains`)
         self.chained = chained(dag, plan, set(self.factors)) \
             if dialect.capabilities.fused_chains else set()
-        self.chains: dict[str, Chain] = {}     # the vertices computed as chains, by table
+        # the tables holding exactly one tuple: one-tuple loads (`blocks.decompose` keeps
+        # it), those of `whole`, and what steps compute from such (`sql.nested`)
+        self.whole = set(whole)
 
     # -- relations ----------------------------------------------------------
     def _new_rel(self, tensor: str, tiling: Tiling, sparse: bool = False) -> TableRelation:
@@ -140,6 +144,8 @@ class Compiler:
             rel = self._new_rel(tensor, tiling, sparse)
             rel = replace(rel, broadcast=True) if self.d.broadcasts(rel) else rel
             self.steps.append(Step("load", rel, label=f"load {tensor}"))
+            if not rel.keyed and prod(rel.shape):
+                self.whole.add(rel.table)
         else:
             have = self.stored[tensor].tiling if tensor in self.stored else \
                 self.plan.output_tiling(self.dag.vertex(tensor))
@@ -166,10 +172,14 @@ class Compiler:
                               self.plan.operand_sparse(v, k)) for k, o in enumerate(v.operands)]
             out = self._new_rel(v.name, self.plan.output_tiling(v))
             builder = StepBuilder(self.prefix, self._kernels)
-            query = chain_query(chain, prod(self.dag.shapes[v.name]), self.d) if chain \
-                else self._vertex_query(v, inputs, out, builder)
-            if chain:
-                self.chains[out.table] = chain
+            size = prod(self.dag.shapes[v.name])
+            if self._nests(out, inputs):
+                query = chain_formula(chain, size, self.d) if chain \
+                    else self._vertex_formula(v, inputs, builder)
+            elif chain:
+                query = chain_query(chain, size, self.d)
+            else:
+                query = self._vertex_query(v, inputs, out, builder)
             self._add(out, query, builder, inputs, self.plan.uclc(self.dag, v), v.name,
                       chain.vertices if chain else ())
             self.relations[(v.name, out.tiling, False)] = out
@@ -213,11 +223,40 @@ class Compiler:
                   f"sparsify {self._tiling_label(rel.tensor, rel.tiling)}")
         return out
 
-    def _add(self, out: TableRelation, query: str, b: StepBuilder, reads: list[TableRelation],
-             label: str, vertex: str | None = None, chained: tuple[str, ...] = (),
-             gather: tuple[str, str] | None = None) -> None:
-        """The step storing the rows of `query`, which reads the relations `reads` (in its
-        text or as kernel constants), in `out`'s table."""
+    def _nests(self, out: TableRelation, inputs: list[TableRelation]) -> bool:
+        """Whether a step writing `out` from `inputs` is a `Formula` (`sql.nested`): every
+        relation it reads holds exactly one tuple, and so will `out`."""
+        return (self.d.capabilities.nested_calls and not out.keyed and bool(inputs)
+                and all(rel.table in self.whole for rel in inputs))
+
+    def _vertex_formula(self, v: Vertex, inputs: list[TableRelation], b: StepBuilder
+                        ) -> Formula:
+        """A vertex's columns over whole one-tuple operands (`_nests`): its value strategy
+        over their values, each operand present, so without a domain."""
+        spec = vertex_kernel(v, self.plan.choices[v.name])
+        lists = [not rel.is_scalar for rel in inputs]
+        reads = [Read(rel.table) for rel in inputs] + [
+            Read(inputs[k].table, FACTOR) for k, o in enumerate(v.operands)
+            if o.tensor in self.factors]
+
+        def columns(values: list[str]) -> dict[str, str]:
+            x = VertexValues(v, inputs, b, spec, values[:len(inputs)], lists, None, None)
+            cols = dict(next(c for _, strategy in VALUE_STRATEGIES if (c := strategy(self, x))))
+            for factor in values[len(inputs):]:
+                cols["val"] = f"{cols['val']} * {factor}"
+            return cols
+        return formula(columns, reads)
+
+    def _add(self, out: TableRelation, query: str | Formula, b: StepBuilder,
+             reads: list[TableRelation], label: str, vertex: str | None = None,
+             chained: tuple[str, ...] = (), gather: tuple[str, str] | None = None) -> None:
+        """The step storing the rows of `query` (a SELECT, or a `Formula` over whole
+        relations), which reads the relations `reads` (in its text or as kernel
+        constants), in `out`'s table."""
+        formula = query if isinstance(query, Formula) else None
+        if formula:
+            query = nested_query(formula, {}, self.d)
+            self.whole.add(out.table)
         one_tuple = not (b.generates_rows or out.keyed or any(rel.keyed for rel in reads))
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
                                b.kernels, label, vertex, query, chained=chained,
@@ -225,46 +264,19 @@ class Compiler:
                                generates_rows=b.generates_rows, one_tuple=one_tuple,
                                recomputed=vertex is not None and not b.generates_rows
                                and recomputed(self.dag, self.dag.vertex(vertex), one_tuple) > 0,
-                               gather=gather))
+                               gather=gather, formula=formula))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
         rels = {column: self.relation(tensor, spec.tiling)
                 for column, tensor in spec.columns.items()}
         out = replace(next(iter(rels.values())), table=table, tensor=table)
-        carried = self._carry(rels)
-        reads = [rels[carried[0]]] if carried else list(rels.values())
-        self._add(out, combined_query(rels, self.d, carried), StepBuilder(self.prefix,
-                                                                          self._kernels),
-                  reads, f"{table} = {', '.join(spec.columns.values())}")
+        reads = list(rels.values())
+        query = (formula(lambda values: dict(zip(rels, values)), [Read(r.table) for r in reads])
+                 if self._nests(out, reads) else combined_query(rels, self.d))
+        self._add(out, query, StepBuilder(self.prefix, self._kernels), reads,
+                  f"{table} = {', '.join(spec.columns.values())}")
         return out
-
-    def _carry(self, rels: dict[str, TableRelation]) -> tuple[str, dict[str, str]] | None:
-        """One-tuple outputs of which one, a chain that always has its tuple, reads all the
-        others (an optimizer's update reading its new state): its statement passes them on
-        beside its result (`chain_query`'s `carried`), so that the gathering statement reads
-        it alone and the others stream into it once, not computed for two readers. The
-        output's column and, per other column, the carrier's column holding it."""
-        if (len(rels) < 2 or any(rel.keyed for rel in rels.values())
-                or self.d.capabilities.constants_once):
-            return None
-        for column, rel in rels.items():
-            chain = self.chains.get(rel.table)
-            if chain is None or chain.present is not None:
-                continue
-            inputs = [r.table for r in chain.inputs]
-            others = {c: r.table for c, r in rels.items() if c != column}
-            if not all(t in inputs for t in others.values()):
-                continue
-            passed = {c: f"carried_{c}" for c in others}
-            k = next(k for k, s in enumerate(self.steps)
-                     if s.kind == "sql" and s.target.table == rel.table)
-            query = chain_query(chain, prod(self.dag.shapes[rel.tensor]), self.d,
-                                {passed[c]: inputs.index(t) for c, t in others.items()})
-            self.steps[k] = replace(self.steps[k], query=query,
-                                    sql=self.d.create(rel.table, query, self.temporary))
-            return column, passed
-        return None
 
     def outputs(self) -> dict[str, TableRelation]:
         result = {}
@@ -632,13 +644,10 @@ VALUE_STRATEGIES = (
 )
 
 
-def combined_query(rels: dict[str, TableRelation], d: Dialect,
-                   carried: tuple[str, dict[str, str]] | None = None) -> str:
+def combined_query(rels: dict[str, TableRelation], d: Dialect) -> str:
     """The rows of relations of one shape and tiling side by side: their key columns, then
     each one's values in its column (zero where it has no tuple; NULL for arrays of
-    engines whose kernels read NULL as zeros). `carried` (one-tuple relations): the
-    column whose relation holds the others' values too, and their columns in it
-    (`Compiler._carry`)."""
+    engines whose kernels read NULL as zeros)."""
     q = d.q
     first = next(iter(rels.values()))
     zero = d.zero(None if first.is_scalar else first.sub_size)
@@ -647,12 +656,6 @@ def combined_query(rels: dict[str, TableRelation], d: Dialect,
     def value(x: str) -> str:
         return f"coalesce({x}, {zero})" if fill else x
 
-    if carried:
-        carrier, passed = carried
-        sources = {c: f"c0.{q(passed[c])}" if c in passed else "c0.val" for c in rels}
-        return (f"SELECT {', '.join(f'{value(x)} AS {q(c)}' for c, x in sources.items())} "
-                f"FROM (SELECT 1 AS one) AS dom LEFT JOIN {q(rels[carrier].table)} AS c0 "
-                "ON TRUE")
     aliases = [f"c{k}" for k in range(len(rels))]
     values = [f"{value(f'{a}.val')} AS {q(c)}" for a, c in zip(aliases, rels)]
     if not first.keyed:          # one tuple at most each: joined to one row, not subqueries

@@ -103,7 +103,7 @@ class DuckDBNativeDialect(NativeDialect, _DuckDBSQL):
     operation_sql = "duckdb-builtin"       # scalar SQL that the 1.5 shell evaluates as 2.0 does
     # the extension's aggregate states live in malloc; se_ksum sums products unformed
     capabilities = Capabilities(packed_stacks=True, kernel_sums=True, unspillable_states=True,
-                                constants_once=False, fused_chains=True)
+                                constants_once=False, fused_chains=True, nested_calls=True)
     null_arrays_are_zeros = True           # (COALESCE copies a big list slowly)
     kernels = "native C: the sparse_einsum DuckDB extension"
     # one sort in C (two list(... ORDER BY) aggregates sorted 505k scalars twice: 7x slower)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .dialect import Dialect
+from .nested import NESTED_CHARS, nested_query
 from .steps import KernelUse, Step
 
 
@@ -91,7 +92,13 @@ def _streamed(producer: Step, reader: Step, dialect: Dialect, temporary: bool) -
 def statement_query(step: Step, dialect: Dialect, inputs: list[tuple[str, str]] = ()) -> str:
     """The SELECT whose rows a step's statement stores: its query, with what is streamed
     into it (after the (table, query) pairs of `inputs`, relations the engine gets with
-    the statement) as common table expressions."""
+    the statement) as common table expressions, or its formula with theirs nested
+    (`sql.nested`)."""
+    if step.formula and not inputs and all(p.formula for p in step.pipelined):
+        nested = nested_query(step.formula, {p.target.table: p.formula for p in step.pipelined},
+                              dialect)
+        if len(nested) <= NESTED_CHARS:
+            return nested
     return dialect.with_tables(list(inputs), step.query,
                                [(p.target.table, p.query) for p in step.pipelined])
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from ..kernels.spec import GatherSpec, KernelSpec
 from ..tiling import Tiling, keyed_axes, payload_axes, payload_size
+from .nested import Formula
 
 
 def key_column(label: str, axis: int) -> str:
@@ -100,6 +101,9 @@ class Step:
     # a stack into one tuple: its gather spec and the query of its pieces (pos, val),
     # which an engine may scatter itself instead of aggregating them
     gather: tuple[str, str] | None = None
+    # its columns over relations holding one tuple each, nested into the statement it
+    # streams into (`sql.nested`)
+    formula: Formula | None = None
 
 
 class StepBuilder:

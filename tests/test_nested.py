@@ -1,0 +1,88 @@
+"""One-tuple statements as nested calls over one positional scan (sql.nested, DuckDB):
+which statements take that form, and NumPy's values and dtypes whatever the inputs hold."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparse_einsum import Session
+from sparse_einsum.program.parser import load_program
+from sparse_einsum.reference import evaluate
+from sparse_einsum.sql import nested, pipeline
+
+# a product, an element-wise chain with exp (not 0 at 0), a difference, a reduction to a
+# scalar and a scalar input: every statement of the dense plan reads one-tuple relations
+PROGRAM = """
+    input A[i,j]
+    input X[j,f]
+    input b[f]
+    input s[]
+    P[i,f] = A[i,j] * X[j,f]
+    E[i,f] = exp(P[i,f])
+    D[i,f] = E[i,f] - b[f]
+    T[] = D[i,f] * s[]
+    output D
+    output T
+    """
+
+
+def _data(zero: str | None) -> dict[str, object]:
+    rng = np.random.default_rng(11)
+    data = {"A": sp.random(6, 5, density=0.4, random_state=2, format="csr"),
+            "X": rng.normal(size=(5, 4)), "b": rng.normal(size=4), "s": np.float64(1.5)}
+    if zero:
+        value = data[zero]
+        data[zero] = (sp.csr_matrix(value.shape) if sp.issparse(value)
+                      else np.zeros_like(value))
+    return data
+
+
+@pytest.mark.parametrize("zero", [None, "A", "X", "b", "s"])
+def test_one_tuple_statements_are_nested_calls(duck, zero):
+    """Under the dense plan every statement is one SELECT of nested calls FROM a
+    POSITIONAL JOIN of the tables it reads (no common table expression, no join ON), an
+    all-zero input (stored as its one tuple) included; NumPy's values and dtypes."""
+    data = _data(zero)
+    expected = evaluate(load_program(PROGRAM), data)
+    with Session(PROGRAM, data, backend=duck) as session:
+        steps = [s for s in session.compile("dense").steps if s.kind == "sql"]
+        assert steps and all(s.formula for s in steps)
+        for step in steps:
+            assert " WITH " not in step.sql and " ON " not in step.sql, step.sql
+            assert step.sql.count(" AS p") == len(step.reads)
+        got = session.run("dense").outputs
+    for name in ("D", "T"):
+        assert got[name].dtype == np.float64
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)
+
+
+def test_a_long_nested_statement_keeps_its_common_table_expressions(duck, monkeypatch):
+    """A statement whose nested text would pass NESTED_CHARS (formulas read twice repeat
+    theirs) is compiled with common table expressions instead: the same values."""
+    data = _data(None)
+    expected = evaluate(load_program(PROGRAM), data)
+    monkeypatch.setattr(pipeline, "NESTED_CHARS", 200)
+    assert nested.NESTED_CHARS > 200
+    with Session(PROGRAM, data, backend=duck) as session:
+        compiled = session.compile("dense")
+        long = [s for s in compiled.steps if s.kind == "sql" and s.pipelined]
+        assert long and all(" WITH " in s.sql for s in long)
+        got = session.run("dense").outputs
+    np.testing.assert_allclose(got["T"], expected["T"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["duck_udf", "pg"])
+def test_engines_without_nested_calls_join_their_one_tuple_relations(request, engine):
+    """PostgreSQL, and DuckDB without its extension, keep joins: no formula, no
+    POSITIONAL JOIN; NumPy's values."""
+    backend = request.getfixturevalue(engine)
+    assert not backend.dialect.capabilities.nested_calls
+    data = _data(None)
+    expected = evaluate(load_program(PROGRAM), data)
+    with Session(PROGRAM, data, backend=backend) as session:
+        steps = [s for s in session.compile("dense").steps if s.kind == "sql"]
+        assert not any(s.formula for s in steps)
+        assert not any("POSITIONAL" in s.sql for s in steps)
+        got = session.run("dense").outputs
+    np.testing.assert_allclose(got["D"], expected["D"], rtol=1e-12)
