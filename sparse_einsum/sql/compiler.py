@@ -65,10 +65,10 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
                  combined: dict[str, Combined] | None = None,
                  whole: frozenset[str] = frozenset()) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables (those
-    of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`, every output ends fully promoted (one key
-    column per label, as compiled jobs write them). Products with a tensor in `nonfinite`
-    (one that may hold NaN or inf) also see the zeros of the other operand, as NumPy does:
-    0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
+    of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`,
+    every output ends fully promoted (one key column per label, as compiled jobs write
+    them). Products with a tensor in `nonfinite` (one that may hold NaN or inf) also see
+    the zeros of the other operand, as NumPy does: 0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
     tables, which a run leaves in the engine, instead of being fetched. Intermediates
     read by one statement are streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite, whole)
