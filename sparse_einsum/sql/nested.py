@@ -7,11 +7,12 @@ a `Formula`: its columns as SQL over its inputs' value columns, the reads left o
 statement selects them from a POSITIONAL JOIN of the tables it reads, which zips their
 scans, and the formulas streamed into it (`sql.pipeline`) are nested where read:
 
-    SELECT se_fused('...', p0.val, se_kernel2('...', p1.val, p2.val)) AS val
+    SELECT se_fused('...', p0."val", (se_kernel2('...', p1."val", p2."val"))) AS "val"
     FROM "W1" AS p0 POSITIONAL JOIN "X" AS p1 POSITIONAL JOIN "G" AS p2
 
 instead of common table expressions joined ON TRUE, each join copying the arrays it
-passes on (Adam's update of Cora's W1: 40 ms against 57). The engine computes a call
+passes on (Adam's update of Cora's W1: 0.047-0.050 s against 0.078-0.081 s,
+`experiments/bench_update_statement.py`). The engine computes a call
 nested in several places once (its common subexpressions), so a formula read twice is
 nested twice at no cost; a statement whose text would grow past NESTED_CHARS keeps the
 common table expressions.
@@ -50,9 +51,11 @@ def formula(columns_of: Callable[[list[str]], dict[str, str]], reads: list[Read]
     """The columns that `columns_of` makes of the values of `reads` (SQL per read, in
     order), with the reads left open: it is given a placeholder for each."""
     marks = [f"\0{k}\0" for k in range(len(reads))]
-    return Formula(tuple((column, tuple(reads[int(p)] if k % 2 else p
-                                        for k, p in enumerate(sql.split("\0")) if k % 2 or p))
-                         for column, sql in columns_of(marks).items()))
+
+    def parts(sql: str) -> Expr:        # the text between placeholders, and their reads
+        pieces = sql.split("\0")
+        return tuple(reads[int(p)] if k % 2 else p for k, p in enumerate(pieces) if k % 2 or p)
+    return Formula(tuple((column, parts(sql)) for column, sql in columns_of(marks).items()))
 
 
 def nested_query(top: Formula, streamed: dict[str, Formula], d: Dialect) -> str:
