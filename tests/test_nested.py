@@ -2,6 +2,8 @@
 which statements take that form, and NumPy's values and dtypes whatever the inputs hold."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -86,3 +88,33 @@ def test_engines_without_nested_calls_join_their_one_tuple_relations(request, en
         assert not any("POSITIONAL" in s.sql for s in steps)
         got = session.run("dense").outputs
     np.testing.assert_allclose(got["D"], expected["D"], rtol=1e-12)
+
+
+GCN = Path(__file__).resolve().parents[1] / "experiments" / "programs" / "gcn2.se"
+
+
+def test_a_stack_into_one_tuple_has_its_tuple(duck):
+    """A normalised adjacency computed relationally and packed into one tuple (the GCN's
+    `stack ~N`) keeps its tuple where it has no pieces (an empty payload: all zero), so the
+    statement reading it is nested too; NumPy's values, with edges and, under the same
+    plan, without."""
+    n = 200
+    rng = np.random.default_rng(4)
+    data = {"A": sp.random(n, n, density=5 / n, random_state=1, format="csr"),
+            "d": rng.uniform(0.5, 1.0, n), "X": rng.normal(size=(n, 32)),
+            "W1": rng.normal(size=(32, 16)), "W2": rng.normal(size=(16, 4))}
+    program = GCN.read_text()
+    plan = None
+    for a in (data["A"], sp.csr_matrix((n, n))):
+        data["A"] = a
+        expected = evaluate(load_program(program), data)["Y"]
+        with Session(program, data, backend=duck, paths="opt_einsum") as session:
+            plan = plan or session.plan()
+            steps = [s for s in session.compile(plan).steps if s.kind == "sql"]
+            stack = next(s for s in steps if s.label.startswith("stack ~N"))
+            assert not stack.target.keyed and "HAVING" not in stack.sql
+            reader = next(s for s in steps if stack.target.table in s.reads)
+            assert reader.formula and " POSITIONAL JOIN " in reader.sql
+            got = session.run(plan).outputs["Y"]
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)

@@ -555,10 +555,16 @@ class Compiler:
         group = f" GROUP BY {', '.join(str(n + 1) for n in range(len(keys)))}" if keys else ""
         gather = None if keys or packed else (
             spec.text, f"SELECT ({position}) AS pos, val FROM {q(rel.table)}")
+        # packed into one tuple where statements nest: always its tuple (empty: all zero)
+        whole = packed and not keys and self.d.capabilities.nested_calls
+        if whole:
+            value = f"coalesce({value}, {d.zero(out.sub_size, sparse=True)})"
         self._add(out, f"SELECT {', '.join(keys + [value + ' AS val'])} "
-                       f"FROM {q(rel.table)}{_grouped(group)}", b, [rel],
+                       f"FROM {q(rel.table)}{'' if whole else _grouped(group)}", b, [rel],
                   f"stack {'~' if packed else ''}{self._tiling_label(rel.tensor, target)}",
                   gather=gather)
+        if whole:
+            self.whole.add(out.table)
         return out
 
     def _tiling_label(self, tensor: str, tiling: Tiling) -> str:
