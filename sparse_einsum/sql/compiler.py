@@ -65,12 +65,12 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
                  combined: dict[str, Combined] | None = None,
                  whole: frozenset[str] = frozenset()) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables (those
-    of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`,
-    every output ends fully promoted (one key column per label, as compiled jobs write
-    them). Products with a tensor in `nonfinite` (one that may hold NaN or inf) also see
-    the zeros of the other operand, as NumPy does: 0 * NaN is NaN. The outputs in `combined` (table name -> `Combined`) end in those
-    tables, which a run leaves in the engine, instead of being fetched. Intermediates
-    read by one statement are streamed into it (`pipeline`)."""
+    of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`, every
+    output ends fully promoted (one key column per label, as compiled jobs write them).
+    Products with a tensor in `nonfinite` (one that may hold NaN or inf) also see the zeros
+    of the other operand, as NumPy does: 0 * NaN is NaN. The outputs in `combined` (table
+    name -> `Combined`) end in those tables, which a run leaves in the engine, instead of
+    being fetched. Intermediates read by one statement are streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite, whole)
     compiler.compile()
     together = {table: compiler.combine(table, spec) for table, spec in (combined or {}).items()}
@@ -253,9 +253,9 @@ class Compiler:
         """The step storing the rows of `query` (a SELECT, or a `Formula` over whole
         relations), which reads the relations `reads` (in its text or as kernel
         constants), in `out`'s table."""
-        formula = query if isinstance(query, Formula) else None
-        if formula:
-            query = nested_query(formula, {}, self.d)
+        nested = query if isinstance(query, Formula) else None
+        if nested:
+            query = nested_query(nested, {}, self.d)
             self.whole.add(out.table)
         one_tuple = not (b.generates_rows or out.keyed or any(rel.keyed for rel in reads))
         self.steps.append(Step("sql", out, self.d.create(out.table, query, self.temporary),
@@ -264,7 +264,7 @@ class Compiler:
                                generates_rows=b.generates_rows, one_tuple=one_tuple,
                                recomputed=vertex is not None and not b.generates_rows
                                and recomputed(self.dag, self.dag.vertex(vertex), one_tuple) > 0,
-                               gather=gather, formula=formula))
+                               gather=gather, formula=nested))
 
     def combine(self, table: str, spec: Combined) -> TableRelation:
         """The step writing `spec`'s outputs side by side into `table` (see `Combined`)."""
