@@ -142,7 +142,7 @@ def _decompose_sparse(matrix, tiling: Tiling, sparse: bool, default: float) -> B
         np.multiply(rows, b1, out=packed[:len(data)], casting="unsafe")
         packed[:len(data)] += cols
         packed[len(data):] = data
-        bounds = [0, len(packed)] if min(csr.shape) else [0]     # its tuple, if any entry
+        bounds = [0, len(packed)] if min(csr.shape) else [0]     # a zero-size one has none
         return Blocks([], packed, np.array(bounds, dtype=np.int64))
     (row_tile, row_offset), (col_tile, col_offset) = (split_index(rows, b0, csr.shape[0]),
                                                     split_index(cols, b1, csr.shape[1]))
