@@ -159,9 +159,33 @@ class _Tiled:
     """What the choices of a vertex with the same tile sizes share, whichever operands
     they read sparse: computed once per vertex and tile sizes, the layout first, the
     estimated tuples and what follows from them when first asked (`join` None before)."""
-    __slots__ = ("tilings", "payload", "dense", "largest", "pads", "keyed", "cells", "t_in",
-                 "join", "aggregated", "out", "state", "summable", "product", "stacked",
+    __slots__ = ("tilings", "payload", "dense", "largest", "pads", "keyed", "keyed_out", "cells",
+                 "t_in", "join", "aggregated", "out", "state", "summable", "product", "stacked",
                  "scales")
+
+
+@dataclass(frozen=True)
+class _LabelRoles:
+    """A vertex's labels by the role the formulas ask about, whatever its choice."""
+    product: tuple[str, ...]       # summed and in both operands: a matrix product if tiled
+    unstackable: tuple[str, ...]   # a tiled one keeps a summed product from being stacked
+    both: tuple[str, ...]          # in both operands' statistics (the join's shared keys)
+    own: tuple[tuple[str, ...], ...]    # per operand of two, its labels not in `both`
+
+    @classmethod
+    def of(cls, v: Vertex, ops: list[OperandStats]) -> "_LabelRoles":
+        if not v.is_binary:
+            return cls((), (), (), ())
+        left, right = (set(o.labels) for o in v.operands)
+        product = tuple(l for l in v.agg_labels if l in left and l in right) \
+            if v.op == "mul" and v.agg == "sum" else ()
+        # stacked: each payload label of the result in one operand, each summed one in both
+        # (no batch, no one-sided sum)
+        unstackable = tuple(l for l in v.all_labels if not (
+            (l in left) != (l in right) if l in v.labels else l in left and l in right))
+        both = tuple(l for l in ops[0].distinct if l in ops[1].distinct)
+        return cls(product, unstackable, both,
+                   tuple(tuple(l for l in o.distinct if l not in both) for o in ops))
 
 
 class CostModel:
@@ -184,6 +208,8 @@ class CostModel:
         self._costs: dict[tuple[str, Choice], VertexCost] = {}
         self._fits: dict[tuple[str, Choice], bool] = {}
         self._shared: dict[tuple[str, tuple], _Tiled] = {}      # per tile sizes
+        self._worthwhile: dict[tuple[str, Tiling], bool] = {}   # sparse_worthwhile()
+        self._labels = {v.name: _LabelRoles.of(v, self._ops[v.name]) for v in dag.vertices}
         # vertices whose output streams into its one reader (`sql.pipeline`), never stored
         reads = Counter(o.tensor for v in dag.vertices for o in v.operands)
         self.streamed = frozenset(v.name for v in dag.vertices if caps.pipeline_depth
@@ -201,8 +227,12 @@ class CostModel:
 
     def sparse_worthwhile(self, tensor: str, tiling: Tiling) -> bool:
         """Sparse payloads are a candidate: the payloads are under a quarter full."""
-        return (self.caps.sparse_payloads and bool(payload_axes(tiling))
+        found = self._worthwhile.get((tensor, tiling))
+        if found is None:
+            found = self._worthwhile[(tensor, tiling)] = (
+                self.caps.sparse_payloads and bool(payload_axes(tiling))
                 and self.payload_bytes(tensor, tiling, True) < _payload_bytes(tiling) / 2)
+        return found
 
     # -- feasibility ----------------------------------------------------------
     def fits(self, v: Vertex, choice: Choice) -> bool:
@@ -220,10 +250,8 @@ class CostModel:
 
     def _fit(self, v: Vertex, choice: Choice) -> bool:
         t, sparse = self._laid_out(v, choice), choice.sparse
-        if self.scalars_only and any(t.payload):
-            return False         # payloads hold doubles
-        if any(t.payload) and not arrays_hold(v):
-            return False
+        if any(t.payload) and (self.scalars_only or not arrays_hold(v)):
+            return False         # payloads hold doubles, and only sums fold in absent ones
         if sparse and not (self.caps.sparse_payloads and all(t.payload[k] for k in sparse)):
             return False
         limit = self.caps.max_payload_values
@@ -231,7 +259,7 @@ class CostModel:
             return False
         if t.pads and not self.pads_safely(v):
             return False
-        driven = self.sparse_driven(v, choice)
+        driven = bool(sparse) and self.sparse_driven(v, choice)
         payload_in = self._bytes_in(v, choice, t, sparse if driven else frozenset())
         if max(payload_in + [t.dense[-1]]) > self.cap:
             return False
@@ -269,7 +297,8 @@ class CostModel:
         t.tilings = tilings = [(choice.tiling(o.labels), shapes[o.tensor]) for o in v.operands]
         tilings.append((choice.tiling(v.labels), shapes[v.name]))
         payload, dense, sizes, padded, keyed = zip(*(_layout(*tl) for tl in tilings))
-        t.payload, t.dense, t.keyed = list(payload), list(dense), list(keyed[:-1])
+        t.payload, t.dense = list(payload), list(dense)
+        t.keyed, t.keyed_out = list(keyed[:-1]), keyed[-1]
         t.largest, t.pads = max(sizes), any(padded)
         t.cells = prod(tiles[l] for l in v.all_labels)
         t.join = None
@@ -282,13 +311,13 @@ class CostModel:
         if t.join is not None:
             return t
         tiles, sizes, tilings = choice.sizes, self._sizes[v.name], t.tilings
-        ops = self._ops[v.name]
+        ops, roles = self._ops[v.name], self._labels[v.name]
         t.t_in = [o.tuples(tiles) for o in ops]
         t.join = self._join_tuples(v, ops, t.t_in, tiles, sizes)
         t.aggregated = any(tiles[l] < sizes[l] for l in v.agg_labels)
         grouping = [l for l in v.labels if tiles[l] < sizes[l]]
         if t.aggregated:
-            groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes), 1.0)
+            groups = prod(max(self._group_distinct(v, ops, l, tiles[l], sizes[l]), 1.0)
                           for l in grouping)
             t.out = distinct_after(groups, t.join) if grouping else min(t.join, 1.0)
         else:
@@ -299,14 +328,14 @@ class CostModel:
         t.summable = (self.caps.kernel_sums and v.is_binary and v.op == "mul"
                       and v.agg == "sum" and all(t.payload) and t.aggregated
                       and self._finite[v.name])
-        t.product = self.is_product(v, tiles)
-        t.stacked = t.summable and self.stacked_product(v, tiles)
+        t.product = any(tiles[l] > 1 for l in roles.product)
+        t.stacked = t.summable and not any(tiles[l] > 1 for l in roles.unstackable)
         t.scales = (self._factorable[v.name]
                     and scalar_factor(self.dag, v, choice) is not None)
         return t
 
     def _factorable_at(self, v: Vertex) -> bool:
-        """Whether `v` has a reader its scalar factor can move into (`scales_only`), every
+        """Whether `v` has a reader its scalar factor can move into (`sql.factor`), every
         tensor of both finite."""
         reader = factor_reader(self.dag, v)
         return reader is not None and all(self.stats[o.tensor].finite
@@ -333,27 +362,6 @@ class CostModel:
         engine's `kernel_sums`, as the compiler uses it): a product of two dense payloads
         over finite values, summed over a key."""
         return self._per_tiles(v, choice).summable and not choice.sparse
-
-    @staticmethod
-    def stacked_product(v: Vertex, tiles: dict[str, int]) -> bool:
-        """Whether a summed product's results over many tuples are one matrix product of
-        the tuples' payloads stacked: each payload label of the result in one operand,
-        each summed one in both (no batch, no one-sided sum)."""
-        ops = [set(o.labels) for o in v.operands]
-        return all((l in ops[0]) != (l in ops[1]) if l in v.labels else l in ops[0] and l in ops[1]
-                   for l in v.all_labels if tiles[l] > 1)
-
-    def state_bytes(self, v: Vertex, choice: Choice) -> float:
-        """Bytes of the array states of an element-wise aggregate: one output-sized array
-        per group (0 when nothing is aggregated into arrays)."""
-        return self._per_tiles(v, choice).state
-
-    def scales_only(self, v: Vertex, choice: Choice) -> bool:
-        """Whether `v` is a product the compiler passes through with its scalar factor
-        beside the payload (`sql.factor`), running no kernel: read by one product summing
-        it, every tensor finite (the reader's own decomposition, which must keep
-        its result scalar, is not known here)."""
-        return self._per_tiles(v, choice).scales and not choice.sparse
 
     def pads_safely(self, v: Vertex) -> bool:
         """Padding (zeros) stays zero and adds nothing: a zero-preserving operation on
@@ -411,15 +419,14 @@ class CostModel:
         # outputs); one that streams into its reader is not stored and runs no statement of
         # its own, but its payloads are still made and moved (pricing them at nothing chose
         # plans that make huge ones)
-        copies = self._recomputed.get(v.name, (0, 0))[
-            not (any(t.keyed) or keyed_axes(*tilings[-1]))]
+        copies = self._recomputed.get(v.name, (0, 0))[not (any(t.keyed) or t.keyed_out)]
         streamed = v.name in self.streamed or copies > 0
         c_agg += out * (bytes_out * p.c_xfer + (0.0 if streamed else p.c_fixed))
         if copies:         # no table: each reader makes the tuples again
             c_join, c_agg, c_kernel = c_join * copies, c_agg * copies, c_kernel * copies
         # on a cluster the work spreads over its tasks (at most one a joined tuple), and
         # shuffles and broadcasts move data
-        spread = 1.0 / self.tasks(join)
+        spread = 1.0 / max(min(p.parallelism, join), 1.0)      # 1 / self.tasks(join)
         moves = vertex_exchanges(
             v, choice.sizes, self._sizes[v.name],
             [n * row_bytes(len(keyed_axes(*tl)), b) for n, tl, b in zip(t_in, tilings, bytes_in)],
@@ -460,14 +467,6 @@ class CostModel:
             return bytes_in[s] / 16.0 * (2 * other * self.p.c_sparse + self.p.c_nnz)
         return loop + densify
 
-    @staticmethod
-    def is_product(v: Vertex, tiles: dict[str, int]) -> bool:
-        """Whether the kernel is a matrix product (BLAS runs it where the engine has it): a
-        product of two operands summed over a label in both payloads."""
-        shared = set(v.operands[0].labels) & set(v.operands[1].labels) if v.is_binary else set()
-        return (v.op == "mul" and v.agg == "sum"
-                and any(tiles[l] > 1 for l in shared if l in v.agg_labels))
-
     def _join_tuples(self, v: Vertex, ops: list[OperandStats], t_in: list[float],
                      tiles: dict[str, int], sizes: dict[str, int]) -> float:
         keys = [l for l in v.all_labels if tiles[l] < sizes[l]]
@@ -482,25 +481,26 @@ class CostModel:
             return float(prod(ranges[l] for l in own))
         if len(ops) == 1:
             return t_in[0]
-        shared = [l for l in ops[0].distinct if l in ops[1].distinct and l in ranges]
-        denominator = prod(max(self._tiled(ops[0], l, tiles), self._tiled(ops[1], l, tiles), 1.0)
+        roles = self._labels[v.name]
+        shared = [l for l in roles.both if tiles[l] < sizes[l]]      # keys of both
+        u, w = ops
+        denominator = prod(max(tile_distinct(u.distinct[l], u.bounds[l], tiles[l]),
+                               tile_distinct(w.distinct[l], w.bounds[l], tiles[l]), 1.0)
                            for l in shared)
         join = t_in[0] * t_in[1] / denominator
         if all(tiles[l] == 1 for l in shared) and all(
-                any(l in ranges and l not in shared for l in o.distinct) for o in ops):
+                any(tiles[l] < sizes[l] for l in own) for own in roles.own):
             join *= self._skew[v.name]    # tuples per shared key follow the degrees
         return join
 
     @staticmethod
-    def _tiled(o: OperandStats, label: str, tiles: dict[str, int]) -> float:
-        """Occupied tile indices of a label in an operand."""
-        return tile_distinct(o.distinct[label], o.bounds[label], tiles[label])
-
-    def _group_distinct(self, v: Vertex, ops: list[OperandStats], label: str, b: int,
-                        sizes: dict[str, int]) -> float:
+    def _group_distinct(v: Vertex, ops: list[OperandStats], label: str, b: int, n: int
+                        ) -> float:
+        """Occupied tile indices of an output label: the least of its operands'."""
         if not v.annihilates:
-            return float(key_range(b, sizes[label]))
-        return min(self._tiled(o, label, {label: b}) for o in ops if label in o.distinct)
+            return float(key_range(b, n))
+        return min(tile_distinct(o.distinct[label], o.bounds[label], b)
+                   for o in ops if label in o.distinct)
 
     # -- loading an array input ---------------------------------------------
     def load(self, tensor: str, tiling: Tiling, sparse: bool = False) -> float:

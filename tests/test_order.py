@@ -1,6 +1,8 @@
 """Contraction order chosen with sparsity (optimizer.order) and sparse results."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -8,7 +10,8 @@ import scipy.sparse as sp
 import sparse_einsum as se
 from sparse_einsum.api import einsum_session
 from sparse_einsum.errors import PlanError
-from sparse_einsum.optimizer.order import DENSE, ENUMERATE, ProductKind, all_paths
+from sparse_einsum.optimizer import search
+from sparse_einsum.optimizer.order import DENSE, ENUMERATE, ProductKind, all_paths, tree_of
 from sparse_einsum.optimizer.context import OptimizerContext
 from sparse_einsum.optimizer.search import brute_force
 from sparse_einsum.program.dag import Dag, Operand
@@ -105,8 +108,33 @@ def test_order_and_decompositions_equal_brute_force(subscripts, sparse):
                                          chooser.params, **chooser.options)
             brute.append(brute_force(ctx.space, 1)[0].total)
             assert chooser.price(dag, operands, path, tuple(target)) == pytest.approx(brute[-1])
+            # bounded by another path's price: the same price, or inf where it cannot win
+            for below in (2 * brute[-1], brute[-1] / 2):
+                bounded = chooser.price(dag, operands, path, tuple(target), below=below)
+                assert bounded == pytest.approx(brute[-1]) or (
+                    bounded == math.inf and below < brute[-1])
         best = session.plans("optimal")[0].cost
         assert best == pytest.approx(min(brute), rel=1e-9)
+
+
+def test_paths_that_cannot_win_are_not_searched(monkeypatch):
+    """A path whose lower bound (the sum of its vertices' least costs) is above the
+    cheapest price found so far runs no search: of the chain's three trees, only the one
+    priced first, the cheapest, is searched, and it is the order chosen."""
+    searches = []
+    greedy = search.greedy
+    monkeypatch.setattr(search, "greedy", lambda space: searches.append(space) or greedy(space))
+    ops = _operands("ij,jk,kl->il", (0,))
+    with einsum_session("ij,jk,kl->il", *ops, backend=None, dialect=DuckDBDialect()) as session:
+        priced = len(searches)
+        chooser = session._paths
+        operands = [Operand(f"T{k}", tuple(t)) for k, t in enumerate(("ij", "jk", "kl"))]
+        prices = {tree_of(path): chooser.price(_inputs_only(session.dag), operands, path,
+                                               ("i", "l")) for path in all_paths(3)}
+        first = session.dag.vertices[0]
+    assert priced == 1 and len(set(prices.values())) == 3
+    assert prices[tree_of([(0, 1), (0, 1)])] == min(prices.values())
+    assert [o.tensor for o in first.operands] == ["T0", "T1"]
 
 
 @pytest.mark.parametrize("ring,agg", [("min_plus", "min"), ("max_plus", "max")])

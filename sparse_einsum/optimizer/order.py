@@ -82,8 +82,11 @@ class SparsePaths:
         else:
             candidates = [dense, self.greedy_path(dag, operands, target, kind)]
         unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
-        best = unique[0] if len(unique) == 1 else min(
-            unique, key=lambda path: self.price(dag, operands, path, target, const, kind))
+        best, least = unique[0], math.inf
+        for path in unique[len(unique) == 1:]:       # the first of the cheapest
+            price = self.price(dag, operands, path, target, const, kind, below=least)
+            if price < least:
+                best, least = path, price
         return self.sparser_first(dag, operands, best, target, const, kind)
 
     def sparser_first(self, dag: Dag, operands: list[Operand], path: ContractionPath,
@@ -122,15 +125,17 @@ class SparsePaths:
 
     def price(self, dag: Dag, operands: list[Operand], path: ContractionPath,
               target: tuple[str, ...], const: float = 1.0,
-              kind: ProductKind = ProductKind()) -> float:
-        """Cost of the best plan of the product along `path` (inf when none fits), over
-        promotions and demotions (tiles are left to the plan of the whole program)."""
+              kind: ProductKind = ProductKind(), below: float = math.inf) -> float:
+        """Cost of the best plan of the product along `path` (inf when none fits, or none
+        can cost less than `below`), over promotions and demotions (tiles are left to the
+        plan of the whole program)."""
         product, stats = self._product(dag, operands, path, target, const, kind)
         ctx = OptimizerContext.build(
             product, stats, self.params,
             stored={t: self.stored[t] for t in product.inputs if t in self.stored},
             **self.options)
-        found = dynamic_programming(SearchSpace(product, ctx.model, ctx.stored, tiled=False), 1)
+        found = dynamic_programming(SearchSpace(product, ctx.model, ctx.stored, tiled=False), 1,
+                                    below)
         return found[0].total if found else math.inf
 
     def work(self, dag: Dag, operands: list[Operand], path: ContractionPath,

@@ -14,7 +14,7 @@ import heapq
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
-from math import prod
+from math import inf, prod
 from typing import Iterable, Iterator, Union
 
 from ..cost import CostModel
@@ -292,6 +292,12 @@ class SearchSpace:
         return found
 
     @cached_property
+    def least(self) -> dict[str, float]:
+        """Per vertex, the least `floor` of its options: their sum bounds every plan."""
+        return {v: min((self.floor[(v, c)] for c in options), default=0.0)
+                for v, options in self.options.items()}
+
+    @cached_property
     def shared(self) -> set[str]:
         """Vertices that two branches of a merge may both hold: a vertex read twice (or by
         two vertices), and every vertex feeding one."""
@@ -407,7 +413,7 @@ class SearchSpace:
         return result
 
 
-def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
+def dynamic_programming(space: SearchSpace, k: int = 3, below: float = inf) -> list[Partial]:
     """Top-k plans. Tensors consumed more than once are enumerated jointly (exact for the
     cost model): a shared vertex's output tiling, and for an array input read more than
     once whose loads are not negligible (JOINT_LOAD_SHARE), the decomposition loaded for
@@ -419,7 +425,11 @@ def dynamic_programming(space: SearchSpace, k: int = 3) -> list[Partial]:
     with its backward pass), so greedy's plan, consistent by construction, is always a
     candidate. With more than SHARED_LIMIT shared vertices (long
     programs reusing their results) the DP's merges would grow with the program: greedy's
-    plan, found in linear time, is returned."""
+    plan, found in linear time, is returned. With `below`, none when no plan can cost less
+    (every plan costs at least the sum of the vertices' `least` floors; a bound within
+    rounding of `below` is searched)."""
+    if below < inf and sum(space.least.values()) > below * (1.0 + 1e-9):
+        return []
     if len(space.shared) > SHARED_LIMIT:
         return [greedy(space)]
     consistent = greedy(space)
@@ -436,9 +446,7 @@ def _within(space: SearchSpace, total: float) -> dict[str, list[Choice]]:
     `floor` plus every other vertex's least floor is not above it. With one plan per list
     the DP finds the same best plan without the others (a list whose best plan has one
     of them only leads to plans above `total`, and greedy's plan costs `total`)."""
-    floor = space.floor
-    least = {v: min((floor[(v, c)] for c in options), default=0.0)
-             for v, options in space.options.items()}
+    floor, least = space.floor, space.least
     everything = sum(least.values())
     return {v: [c for c in options
                 if floor[(v, c)] + (everything - least[v]) <= total * (1.0 + 1e-9)]
@@ -493,8 +501,7 @@ def _joint_runs(space: SearchSpace, shared: list[Vertex], outs: list[list[Tiling
                        if c.tiling(v.labels) == out) for out in tilings}
              for v, tilings in zip(shared, outs)]
     names = {v.name for v in shared}
-    others = sum(min((floor[(v.name, c)] for c in space.options[v.name]), default=0.0)
-                 for v in space.dag.vertices if v.name not in names)
+    others = sum(space.least[v.name] for v in space.dag.vertices if v.name not in names)
     payments = []
     for prepaid in itertools.product(*loads):
         items = frozenset(p for p in prepaid if p is not None)
