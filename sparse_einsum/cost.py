@@ -251,7 +251,7 @@ class CostModel:
     def _fit(self, v: Vertex, choice: Choice) -> bool:
         t, sparse = self._laid_out(v, choice), choice.sparse
         if any(t.payload) and (self.scalars_only or not arrays_hold(v)):
-            return False         # payloads hold doubles, and only sums fold in absent ones
+            return False         # scalars only, or values arrays cannot hold (`arrays_hold`)
         if sparse and not (self.caps.sparse_payloads and all(t.payload[k] for k in sparse)):
             return False
         limit = self.caps.max_payload_values
@@ -426,7 +426,7 @@ class CostModel:
             c_join, c_agg, c_kernel = c_join * copies, c_agg * copies, c_kernel * copies
         # on a cluster the work spreads over its tasks (at most one a joined tuple), and
         # shuffles and broadcasts move data
-        spread = 1.0 / max(min(p.parallelism, join), 1.0)      # 1 / self.tasks(join)
+        spread = 1.0 / self.tasks(join)
         moves = vertex_exchanges(
             v, choice.sizes, self._sizes[v.name],
             [n * row_bytes(len(keyed_axes(*tl)), b) for n, tl, b in zip(t_in, tilings, bytes_in)],

@@ -82,11 +82,11 @@ class SparsePaths:
         else:
             candidates = [dense, self.greedy_path(dag, operands, target, kind)]
         unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
-        best, least = unique[0], math.inf
+        best, cheapest = unique[0], math.inf
         for path in unique[len(unique) == 1:]:       # the first of the cheapest
-            price = self.price(dag, operands, path, target, const, kind, below=least)
-            if price < least:
-                best, least = path, price
+            price = self.price(dag, operands, path, target, const, kind, below=cheapest)
+            if price < cheapest:
+                best, cheapest = path, price
         return self.sparser_first(dag, operands, best, target, const, kind)
 
     def sparser_first(self, dag: Dag, operands: list[Operand], path: ContractionPath,
