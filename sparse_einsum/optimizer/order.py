@@ -83,7 +83,7 @@ class SparsePaths:
             candidates = [dense, self.greedy_path(dag, operands, target, kind)]
         unique = list({tree_of(path): path for path in reversed(candidates)}.values())[::-1]
         best, cheapest = unique[0], math.inf
-        for path in unique[len(unique) == 1:]:       # the first of the cheapest
+        for path in unique if len(unique) > 1 else ():     # the first of the cheapest
             price = self.price(dag, operands, path, target, const, kind, below=cheapest)
             if price < cheapest:
                 best, cheapest = path, price

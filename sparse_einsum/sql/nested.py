@@ -11,8 +11,7 @@ scans, and the formulas streamed into it (`sql.pipeline`) are nested where read:
     FROM "W1" AS p0 POSITIONAL JOIN "X" AS p1 POSITIONAL JOIN "G" AS p2
 
 instead of common table expressions joined ON TRUE, each join copying the arrays it
-passes on (Adam's update of Cora's W1: 0.047-0.050 s against 0.078-0.081 s,
-`experiments/bench_update_statement.py`). The engine computes a call
+passes on (measured: `experiments/bench_update_statement.py`). The engine computes a call
 nested in several places once (its common subexpressions), so a formula read twice is
 nested twice at no cost; a statement whose text would grow past NESTED_CHARS keeps the
 common table expressions.
