@@ -11,20 +11,23 @@ from .stats.tensor_stats import TensorStats
 def explanation(dag: Dag, plans: list[Plan], *, backend: str, kernels: str,
                 timings: dict[str, float], fused: list[tuple[str, str]],
                 constants: dict[str, float], input_stats: dict[str, TensorStats],
-                memory_cap: tuple[float, str], runs: list[Execution] | None = None,
+                memory_cap: tuple[float, str], tiles: dict,
+                runs: list[Execution] | None = None,
                 sql: list[list[str]] | None = None,
                 pipelined: list[dict[str, str]] | None = None,
                 factored: list[frozenset[str]] | None = None) -> dict:
     """A JSON-ready description of ranked plans (with their measured runs and their SQL
     statements when given; `pipelined`: per plan, each vertex streamed into a later
     statement instead of stored -> that statement: its tuples are not counted;
-    `factored`: per plan, the products passed through with their scalar factor)."""
+    `factored`: per plan, the products passed through with their scalar factor; `tiles`:
+    whether tiles were searched, and if not the best plan's cost without them)."""
     result = {
         "backend": backend,
         "kernels": kernels,
         **timings,
         "cost_constants": constants,
         "memory_cap": {"bytes": memory_cap[0], "source": memory_cap[1]},
+        "tiles": tiles,
         "inputs": {n: {"shape": list(s.shape), "nnz": s.nnz, "distinct": list(s.distinct)}
                    for n, s in input_stats.items()},
         "fused": [{"statement": a, "into": b} for a, b in fused],
@@ -94,6 +97,10 @@ def format_explanation(result: dict) -> str:
              f"{format_size(result['memory_cap']['bytes'])} per tuple and kernel call "
              f"({result['memory_cap']['source']})",
              f"kernels: {result['kernels']}"]
+    tiles = result["tiles"]
+    if not tiles["searched"]:
+        lines.append(f"tiles not searched: the best plan without them is estimated at "
+                     f"{tiles['untiled_cost']:.4g} s, at most {tiles['above']:.4g} s")
     if result["fused"]:
         lines.append("products ordered together: " + ", ".join(
             f"{f['statement']} into {f['into']}" for f in result["fused"]))

@@ -40,7 +40,7 @@ from .executor import Execution, execute
 from .explanation import explanation
 from .inputs import ArrayInput, SourceInput, bind_inputs
 from .memory import available_memory, format_size, gc_paused
-from .optimizer.context import OptimizerContext, default_memory_cap
+from .optimizer.context import TILES_ABOVE, OptimizerContext, default_memory_cap
 from .optimizer.order import SparsePaths
 from .optimizer.strategies import PlanSpec, plans
 from .plan import Plan
@@ -87,13 +87,15 @@ class Session:
     product read once by another is fused into it first, `program.fuse`) or along
     opt_einsum's dense path with every statement as written (`paths="opt_einsum"`).
     With `reuse`, plans come from earlier sessions where they fit (module docstring).
+    Tiles are searched when the best plan without them is estimated above `tiles_above`
+    seconds (0: always; `optimizer.context.TILES_ABOVE`).
     What only einsum, training or compile_job sets is in `options` (`SessionOptions`)."""
 
     @gc_paused()
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
-                 prefix: str | None = None, progress: Callable[[str], None] | None = None,
+                 tiles_above: float = TILES_ABOVE, prefix: str | None = None, progress: Callable[[str], None] | None = None,
                  paths: str = "cost", reuse: bool = False,
                  options: SessionOptions | None = None, **backend_options):
         start = time.perf_counter()
@@ -116,7 +118,7 @@ class Session:
         if dialect is None and self.backend is None:
             raise PlanError("a session without a backend needs a dialect to compile for")
         self.dialect = dialect or self.backend.dialect
-        self.params, self.memory_cap = params, memory_cap
+        self.params, self.memory_cap, self.tiles_above = params, memory_cap, tiles_above
         self.prefix = prefix or f"se_{uuid.uuid4().hex[:10]}"   # of every table it makes
         # the inputs read from tables: those it imported, then those read in place (for a
         # job: every input, from the job's tables)
@@ -289,11 +291,11 @@ class Session:
 
     def _model_options(self) -> dict:
         """The cost model's limits: memory cap (and where it comes from), the engine's
-        capabilities, the bound on unspillable states."""
+        capabilities, the bound on unspillable states; and from which cost tiles are searched."""
         cap, source = self._memory_cap()
         return {"memory_cap": cap, "cap_source": source,
                 "caps": self.dialect.capabilities,
-                "state_cap": self._state_cap()}
+                "state_cap": self._state_cap(), "tiles_above": self.tiles_above}
 
     def _memory_cap(self) -> tuple[float | None, str | None]:
         """The optimizer's cap per tuple and kernel call: the one given, or the default
@@ -511,12 +513,15 @@ class Session:
             kernels += f" ({self.backend.kernel_detail})"
         if self.backend is not None and self.backend.fallback:
             kernels += f" (fallback: {self.backend.fallback})"
+        ctx = self.optimizer()
         return explanation(self.dag, ranked, backend=self.dialect.engine, kernels=kernels,
                            timings=self.timings, fused=self.fused,
-                           constants=self.optimizer().model.p.to_dict(),
+                           constants=ctx.model.p.to_dict(),
                            input_stats=self.stats(), runs=runs, sql=statements,
                            pipelined=pipelined, factored=[c.factored for c in compiled],
-                           memory_cap=(self.optimizer().model.cap, self.optimizer().cap_source))
+                           memory_cap=(ctx.model.cap, ctx.cap_source),
+                           tiles={"searched": ctx.space.tiled, "untiled_cost": ctx.untiled_cost,
+                                  "above": ctx.tiles_above})
 
     def close(self, error: BaseException | None = None) -> None:
         if self.backend is None:

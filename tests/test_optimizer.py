@@ -17,7 +17,9 @@ from sparse_einsum.program.parser import load_program
 from sparse_einsum.api import einsum_session
 from sparse_einsum.reference import evaluate
 from sparse_einsum.sql.duckdb import DuckDBDialect
-from sparse_einsum.stats.tensor_stats import exact_stats
+from sparse_einsum.explanation import format_explanation
+from sparse_einsum.stats import tensor_stats
+from sparse_einsum.stats.tensor_stats import TileCounts, exact_stats
 
 DAGS = {
     "chain": ("""input A[i,j]
@@ -184,11 +186,14 @@ def test_formula_7_within_20_percent_on_uniform_data():
     assert est == pytest.approx(np.count_nonzero(t.any(axis=1)), rel=0.2)
 
 
+@pytest.mark.parametrize("lazy_bytes", [TileCounts.LAZY_BYTES, 0])
 @pytest.mark.parametrize("shape", [(300, 200), (257, 4099), (70, 5000)])
-def test_tile_counts_of_inputs_are_exact(shape):
+def test_tile_counts_of_inputs_are_exact(shape, lazy_bytes, monkeypatch):
     """The non-empty tiles of every candidate tiling, counted for a matrix given sparse
     (with an explicit zero and duplicates summing to zero) or dense, equal a count of
-    the distinct (row tile, column tile) pairs; an all-zero matrix has none."""
+    the distinct (row tile, column tile) pairs; an all-zero matrix has none. Counted
+    when first asked, or at once (`lazy_bytes` 0)."""
+    monkeypatch.setattr(TileCounts, "LAZY_BYTES", lazy_bytes)
     m = sp.random(*shape, density=0.01, format="coo", random_state=3)
     m = sp.coo_matrix((np.r_[m.data, 0.0, 1.0, -1.0],
                        (np.r_[m.row, 0, 3, 3], np.r_[m.col, 1, 5, 5])), shape=shape)
@@ -200,6 +205,32 @@ def test_tile_counts_of_inputs_are_exact(shape):
         for (b0, b1), count in counts.items():
             assert count == len(set(zip(rows // b0, cols // b1))), (type(given), b0, b1)
     assert set(exact_stats(sp.csr_array(shape)).tile_counts.values()) == {0.0}
+
+
+def test_tiles_are_searched_when_the_plan_without_them_costs_enough(monkeypatch):
+    """A plan estimated under `tiles_above` seconds without tiles is searched without
+    them, and its inputs' tiles are never counted; with `tiles_above=0` the tiled space
+    is searched (the inputs' tiles counted once each) and its best plan costs at most as
+    much; `explain` says which."""
+    counted = []
+    real = tensor_stats._tile_counts
+    monkeypatch.setattr(tensor_stats, "_tile_counts",
+                        lambda *args: counted.append(args[0]) or real(*args))
+    rng = np.random.default_rng(5)
+    a = sp.random(400, 300, density=0.02, format="csr", random_state=5)
+    data = {"A": a, "X": rng.normal(size=(300, 16))}
+    text = "input A[i,j]\ninput X[j,k]\nY[i,k] = A[i,j] * X[j,k]\noutput Y"
+    flat = _session(text, data)
+    best = flat.plan("optimal")
+    ctx = flat.optimizer()
+    assert not ctx.space.tiled and ctx.untiled_cost == pytest.approx(best.cost)
+    assert best.cost <= ctx.tiles_above and counted == []
+    assert "tiles not searched" in format_explanation(flat.explain(top=1))
+    tiled = _session(text, data, tiles_above=0.0)
+    assert tiled.optimizer().space.tiled and tiled.optimizer().untiled_cost is None
+    assert tiled.plan("optimal").cost <= best.cost * (1 + 1e-9)
+    assert counted == [a.shape]
+    assert "tiles not searched" not in format_explanation(tiled.explain(top=1))
 
 
 def test_join_and_aggregate_estimates_within_20_percent_on_uniform_data():

@@ -13,10 +13,14 @@ from ..program.dag import Dag
 from ..stats.propagate import propagate
 from ..stats.tensor_stats import TensorStats
 from ..tiling import Tiling
-from .search import LoadItem, Partial, RepartitionItem, SearchSpace
+from .search import LoadItem, Partial, RepartitionItem, SearchSpace, dynamic_programming
 
 
 DEFAULT_CAP_SOURCE = "1/32 of physical memory, at most 256 MiB"
+# tiles are searched when the best plan without them is estimated above this many seconds:
+# a tiled plan saves at most what the plan without tiles costs, and searching tiles takes
+# tens of milliseconds at Cora size
+TILES_ABOVE = 0.25
 
 
 def default_memory_cap() -> float:
@@ -33,6 +37,8 @@ class OptimizerContext:
     stored: dict[str, Tiling] = field(default_factory=dict)   # table inputs: their tiling
     label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
     cap_source: str = DEFAULT_CAP_SOURCE          # where the memory cap comes from, for messages
+    tiles_above: float = TILES_ABOVE              # seconds (TILES_ABOVE; 0: tiles always searched)
+    untiled_cost: float | None = None             # the best plan's without tiles, if not searched
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
@@ -40,7 +46,8 @@ class OptimizerContext:
               scalars_only: bool = False, state_cap: float | None = None,
               stored: dict[str, Tiling] | None = None,
               label_names: dict[str, str] | None = None,
-              cap_source: str | None = None) -> "OptimizerContext":
+              cap_source: str | None = None,
+              tiles_above: float = TILES_ABOVE) -> "OptimizerContext":
         """`caps`: the engine's capabilities; with `unspillable_states`, groups x state size
         must stay within `state_cap` (default: the memory cap; all groups' states are alive
         at once, unlike tuples)."""
@@ -49,10 +56,19 @@ class OptimizerContext:
         model = CostModel(dag, stats, params, cap, caps, scalars_only=scalars_only,
                           max_state_bytes=(state_cap or cap) if caps.unspillable_states else None)
         source = cap_source or ("given" if memory_cap else DEFAULT_CAP_SOURCE)
-        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source)
+        return cls(dag, stats, model, dict(stored or {}), dict(label_names or {}), source,
+                   tiles_above)
 
     @cached_property
     def space(self) -> SearchSpace:
+        """The decompositions the strategies search: without tiles while the best plan
+        without them is estimated at most `tiles_above` seconds."""
+        if self.tiles_above > 0:
+            flat = SearchSpace(self.dag, self.model, self.stored, tiled=False)
+            found = dynamic_programming(flat, 1)
+            if found and found[0].total <= self.tiles_above:
+                self.untiled_cost = found[0].total
+                return flat
         return SearchSpace(self.dag, self.model, self.stored)
 
     # -- plans from search results --------------------------------------------

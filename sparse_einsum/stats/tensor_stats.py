@@ -4,9 +4,12 @@ the degrees per axis (the non-zeros at each index): their l2 norm, their maximum
 the dot products of two axes' degrees, which bound and size joins on skewed data."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 import math
 from math import prod
+import threading
+from typing import Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +27,7 @@ class TensorStats:
     support: dict[frozenset[int], float] | None = None
     max_abs: float = float("inf")   # a bound on |value| (exact for inputs)
     finite: bool = True             # no NaN or inf (exact for inputs; may-be for the rest)
-    tile_counts: dict[Tiling, float] | None = None   # exact non-empty tiles (inputs)
+    tile_counts: Mapping[Tiling, float] | None = None   # exact non-empty tiles (inputs)
     degrees: "Degrees | None" = None        # degree statistics (exact for inputs)
     # per axis, the input axis whose degrees an intermediate's follow (None: unknown)
     lineage: "tuple[Lineage | None, ...] | None" = field(default=None, compare=False)
@@ -140,8 +143,10 @@ def exact_stats(x: object, default: float = 0.0) -> TensorStats:
         pattern = _pattern(csr, csr.data != default)
         counts = [np.diff(pattern.indptr), np.bincount(pattern.indices, minlength=csr.shape[1])]
         distinct = tuple(float(np.count_nonzero(c)) for c in counts)
+        structure = (pattern.indptr, pattern.indices)
         return TensorStats(tuple(csr.shape), float(pattern.nnz), distinct,
-                           tile_counts=_tile_counts(pattern),
+                           tile_counts=TileCounts.of(csr.shape, lambda: structure,
+                                                     structure[0].nbytes + structure[1].nbytes),
                            degrees=Degrees.of(counts), **_values(pattern.data))
     array = np.asarray(x)
     nonzero = array != default
@@ -156,7 +161,8 @@ def exact_stats(x: object, default: float = 0.0) -> TensorStats:
     distinct = [float(np.count_nonzero(c)) for c in counts]
     tiles = None
     if array.ndim == 2:
-        tiles = _tile_counts(sp.csr_array(nonzero)) if nnz < array.size else \
+        tiles = TileCounts.of(array.shape, lambda: _structure(sp.csr_array(nonzero)),
+                              nonzero.nbytes) if nnz < array.size else \
             {tiling: float(key_range(tiling[0], array.shape[0]) *
                            key_range(tiling[1], array.shape[1]))
              for tiling in _tilings(array.shape)}
@@ -181,17 +187,64 @@ def _tilings(shape: tuple[int, int]) -> list[Tiling]:
             if not (b0 in (1, shape[0]) and b1 in (1, shape[1]))]
 
 
-def _tile_counts(pattern: sp.csr_array) -> dict[Tiling, float]:
-    """Non-empty tiles of a matrix, given the pattern of its non-zeros (canonical CSR),
+def _structure(csr: sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
+    return csr.indptr, csr.indices
+
+
+class TileCounts(Mapping):
+    """The non-empty tiles of a matrix for every candidate tiling (`_tile_counts`),
+    counted when one is first asked: plans without tiles ask none. Until then it holds
+    the structure of the matrix's non-zeros (`structure()` makes it): up to LAZY_BYTES,
+    else the counts are made at once."""
+    LAZY_BYTES = 16 << 20
+
+    def __init__(self, shape: tuple[int, int],
+                 structure: Callable[[], tuple[np.ndarray, np.ndarray]]):
+        self._wanted = frozenset(_tilings(shape))
+        self._shape, self._structure = shape, structure
+        self._counts: dict[Tiling, float] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, shape: tuple[int, int], structure: Callable[[], tuple[np.ndarray, np.ndarray]],
+           held: int) -> "Mapping[Tiling, float]":
+        """Counted when first asked while what it holds (`held` bytes) is small."""
+        if held > cls.LAZY_BYTES:
+            return _tile_counts(shape, *structure())
+        return cls(shape, structure)
+
+    def counts(self) -> dict[Tiling, float]:
+        with self._lock:
+            if self._counts is None:
+                self._counts = _tile_counts(self._shape, *self._structure())
+                self._structure = None
+            return self._counts
+
+    def __contains__(self, tiling: object) -> bool:
+        return tiling in self._wanted
+
+    def __getitem__(self, tiling: Tiling) -> float:
+        return self.counts()[tiling]
+
+    def __iter__(self) -> Iterator[Tiling]:
+        return iter(self.counts())
+
+    def __len__(self) -> int:
+        return len(self._wanted)
+
+
+def _tile_counts(shape: tuple[int, int], indptr: np.ndarray, indices: np.ndarray
+                 ) -> dict[Tiling, float]:
+    """Non-empty tiles of a matrix, given the structure of its non-zeros (canonical CSR),
     for every candidate tiling, in linear time: with whole rows as keys the (row, column
     tile) pairs change between neighbours in row-major order, with whole columns in
     column-major order; tiles on both axes (at most 4096 along each, powers of two or the
     whole axis) are reduced from a bitmap of the finest ones."""
-    shape, wanted = pattern.shape, _tilings(pattern.shape)
-    if not pattern.nnz:
+    wanted = _tilings(shape)
+    if not len(indices):
         return {tiling: 0.0 for tiling in wanted}
-    structure = sp.csr_array((np.ones(pattern.nnz, dtype=np.int8), pattern.indices,
-                              pattern.indptr), shape=shape)
+    structure = sp.csr_array((np.ones(len(indices), dtype=np.int8), indices, indptr),
+                             shape=shape)
     counts: dict[Tiling, float] = {}
     for axis, compressed in ((0, structure), (1, structure.tocsc())):
         major = np.repeat(np.arange(shape[axis], dtype=compressed.indices.dtype),
