@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -120,19 +121,25 @@ def test_order_and_decompositions_equal_brute_force(subscripts, sparse):
 def test_paths_that_cannot_win_are_not_searched(monkeypatch):
     """A path whose lower bound (the sum of its vertices' least costs) is above the
     cheapest price found so far runs no search: of the chain's three trees, only the one
-    priced first, the cheapest, is searched, and it is the order chosen."""
-    searches = []
-    greedy = search.greedy
+    priced first, the cheapest, is searched, and it is the order chosen. The bound is
+    summed vertex by vertex and stops once above: the last tree priced costs the choices
+    of one of its two vertices."""
+    searches, costed = [], set()
+    greedy, options = search.greedy, search.SearchSpace.vertex_options
     monkeypatch.setattr(search, "greedy", lambda space: searches.append(space) or greedy(space))
+    monkeypatch.setattr(search.SearchSpace, "vertex_options",
+                        lambda space, v: costed.add((space, v.name)) or options(space, v))
     ops = _operands("ij,jk,kl->il", (0,))
     with einsum_session("ij,jk,kl->il", *ops, backend=None, dialect=DuckDBDialect()) as session:
         priced = len(searches)
+        vertices = sorted(Counter(space for space, _ in costed).values())
         chooser = session._paths
         operands = [Operand(f"T{k}", tuple(t)) for k, t in enumerate(("ij", "jk", "kl"))]
         prices = {tree_of(path): chooser.price(_inputs_only(session.dag), operands, path,
                                                ("i", "l")) for path in all_paths(3)}
         first = session.dag.vertices[0]
     assert priced == 1 and len(set(prices.values())) == 3
+    assert vertices == [1, 2, 2]
     assert prices[tree_of([(0, 1), (0, 1)])] == min(prices.values())
     assert [o.tensor for o in first.operands] == ["T0", "T1"]
 

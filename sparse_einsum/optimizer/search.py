@@ -250,14 +250,20 @@ class SearchSpace:
         self._loads: dict[tuple, dict[CostItem, float]] = {}     # input_items, cached
         self.prepaid: frozenset[LoadItem] = frozenset()   # loads counted outside the DP
         self.pruned: dict[str, list[Choice]] | None = None   # the options run_dp tries
+        self._options: dict[str, list[Choice]] = {}     # vertex_options, per vertex
+        self._floors: dict[str, dict[Choice, float]] = {}     # vertex_floor, per vertex
 
     @cached_property
     def options(self) -> dict[str, list[Choice]]:
-        """Per vertex, the choices within the memory cap: tilings, each also with the
-        operands whose payloads would be under a quarter full read sparse."""
-        found = {}
-        for v in self.dag.vertices:
-            found[v.name] = []
+        """Per vertex, the choices within the memory cap (`vertex_options`)."""
+        return {v.name: self.vertex_options(v) for v in self.dag.vertices}
+
+    def vertex_options(self, v: Vertex) -> list[Choice]:
+        """The choices of `v` within the memory cap: tilings, each also with the operands
+        whose payloads would be under a quarter full read sparse (made once)."""
+        found = self._options.get(v.name)
+        if found is None:
+            found = self._options[v.name] = []
             for c in candidates(v, self.dag.label_sizes(v), self.tiled):
                 thin = [k for k, o in enumerate(v.operands)
                         if self.model.sparse_worthwhile(o.tensor, c.tiling(o.labels))]
@@ -265,7 +271,7 @@ class SearchSpace:
                     for sparse in itertools.combinations(thin, r):
                         option = c.reading(frozenset(sparse))
                         if self.model.fits(v, option):
-                            found[v.name].append(option)
+                            found.append(option)
         return found
 
     @cached_property
@@ -275,27 +281,47 @@ class SearchSpace:
 
     @cached_property
     def floor(self) -> dict[tuple[str, Choice], float]:
-        """Per option, the least it adds to any plan: its vertex's cost and the loads and
-        repartitions of inputs that only this vertex pays (an input it alone reads, or a
-        table, which each reader repartitions for itself)."""
-        alone = {t for t in self.dag.inputs
-                 if t in self.stored or self.dag.graph.out_degree(t) == 1}
-        found = {}
-        for v in self.dag.vertices:
-            own = [(n, o.tensor, o.labels) for n, o in enumerate(v.operands) if o.tensor in alone]
-            for c in self.options[v.name]:
+        """Per option, the least it adds to any plan (`vertex_floor`)."""
+        return {(v.name, c): cost for v in self.dag.vertices
+                for c, cost in self.vertex_floor(v).items()}
+
+    def vertex_floor(self, v: Vertex) -> dict[Choice, float]:
+        """Per option of `v`, the least it adds to any plan: its vertex's cost and the loads
+        and repartitions of inputs that only this vertex pays (an input it alone reads,
+        or a table, which each reader repartitions for itself); made once."""
+        found = self._floors.get(v.name)
+        if found is None:
+            found = self._floors[v.name] = {}
+            own = [(n, o.tensor, o.labels) for n, o in enumerate(v.operands)
+                   if o.tensor in self._alone]
+            for c in self.vertex_options(v):
                 items: dict[CostItem, float] = {}
                 for n, tensor, labels in own:
                     items.update(self.input_items(tensor, c.tiling(labels), v.name,
                                                   n in c.sparse))
-                found[(v.name, c)] = self.local[(v.name, c)] + sum(items.values())
+                found[c] = self.model.vertex(v, c).total + sum(items.values())
         return found
+
+    @cached_property
+    def _alone(self) -> set[str]:
+        """The inputs that only one vertex pays for: read by one, or tables."""
+        return {t for t in self.dag.inputs
+                if t in self.stored or self.dag.graph.out_degree(t) == 1}
 
     @cached_property
     def least(self) -> dict[str, float]:
         """Per vertex, the least `floor` of its options: their sum bounds every plan."""
-        return {v: min((self.floor[(v, c)] for c in options), default=0.0)
-                for v, options in self.options.items()}
+        return {v.name: self._least(v) for v in self.dag.vertices}
+
+    def _least(self, v: Vertex) -> float:
+        return min(self.vertex_floor(v).values(), default=0.0)
+
+    def above(self, bound: float) -> bool:
+        """Whether every plan costs more than `bound` (beyond rounding): the sum of the
+        vertices' least floors passes it, costed vertex by vertex until it does."""
+        limit = bound * (1.0 + 1e-9)
+        return any(total > limit for total in
+                   itertools.accumulate(self._least(v) for v in self.dag.vertices))
 
     @cached_property
     def shared(self) -> set[str]:
@@ -428,7 +454,7 @@ def dynamic_programming(space: SearchSpace, k: int = 3, below: float = inf) -> l
     plan, found in linear time, is returned. With `below`, none when no plan can cost less
     (every plan costs at least the sum of the vertices' `least` floors; a bound within
     rounding of `below` is searched)."""
-    if below < inf and sum(space.least.values()) > below * (1.0 + 1e-9):
+    if below < inf and space.above(below):
         return []
     if len(space.shared) > SHARED_LIMIT:
         return [greedy(space)]
