@@ -95,7 +95,8 @@ class Session:
     def __init__(self, program: Program | str | Path, data: dict[str, object] | None = None, *,
                  backend: object = "duckdb", dialect: Dialect | None = None,
                  params: CostParams | None = None, memory_cap: float | None = None,
-                 tiles_above: float = TILES_ABOVE, prefix: str | None = None, progress: Callable[[str], None] | None = None,
+                 tiles_above: float = TILES_ABOVE, prefix: str | None = None,
+                 progress: Callable[[str], None] | None = None,
                  paths: str = "cost", reuse: bool = False,
                  options: SessionOptions | None = None, **backend_options):
         start = time.perf_counter()
@@ -291,7 +292,8 @@ class Session:
 
     def _model_options(self) -> dict:
         """The cost model's limits: memory cap (and where it comes from), the engine's
-        capabilities, the bound on unspillable states; and from which cost tiles are searched."""
+        capabilities, the bound on unspillable states; the cost above which tiles are
+        searched."""
         cap, source = self._memory_cap()
         return {"memory_cap": cap, "cap_source": source,
                 "caps": self.dialect.capabilities,
