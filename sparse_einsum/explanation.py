@@ -100,7 +100,7 @@ def format_explanation(result: dict) -> str:
     tiles = result["tiles"]
     if not tiles["searched"]:
         lines.append(f"tiles not searched: the best plan without them is estimated at "
-                     f"{tiles['untiled_cost']:.4g} s, at most {tiles['above']:.4g} s")
+                     f"{tiles['untiled_cost']:.4g} s, not above tiles_above={tiles['above']:.4g} s")
     if result["fused"]:
         lines.append("products ordered together: " + ", ".join(
             f"{f['statement']} into {f['into']}" for f in result["fused"]))
