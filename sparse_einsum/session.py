@@ -137,6 +137,10 @@ class Session:
         try:
             if paths not in PATHS:
                 raise PlanError(f"paths {paths!r}: use one of {', '.join(PATHS)}")
+            if isinstance(tiles_above, bool) or not isinstance(tiles_above, (int, float)) \
+                    or not tiles_above >= 0:
+                raise PlanError(f"tiles_above is a number of seconds, at least 0, not "
+                                f"{tiles_above!r}")
             shapes = self._import_inputs()
             reusable = reuse and self.backend is not None and all(
                 isinstance(inp, ArrayInput) for inp in self.inputs.values())

@@ -207,6 +207,13 @@ def test_scalar_tuples_fit_any_memory_cap():
             np.testing.assert_array_equal(s.run(chosen).outputs["Y"], h.max(axis=0))
 
 
+@pytest.mark.parametrize("value", ["0.5", -1.0, float("nan"), True, None])
+def test_tiles_above_is_a_number_of_seconds(value):
+    with pytest.raises(PlanError, match=r"^tiles_above is a number of seconds, at least 0, not "):
+        Session("input H[j,f]\nY[f] = max(H[j,f])", {"H": np.ones((2, 2))}, backend=None,
+                dialect=DuckDBDialect(), tiles_above=value)
+
+
 # -- the Python API -------------------------------------------------------------------------
 @pytest.mark.parametrize("call, error, message", [
     (lambda: se.einsum(123, A), DataError, "the subscripts must be a string such as 'ij,jk->ik', not int"),
