@@ -18,6 +18,7 @@ import pytest
 
 from sparse_einsum import Session
 from sparse_einsum.cost import DEFAULT_PARAMS
+from sparse_einsum.optimizer.context import TILES_ABOVE
 from sparse_einsum.sql.duckdb import DuckDBNativeDialect
 from sparse_einsum.sql.postgres import PostgresDialect
 from sparse_einsum.sql.spark import SparkDialect
@@ -42,13 +43,13 @@ def plans_of(name: str, dataset: str, dialect: str) -> dict:
     """The lowered DAG and the plans of one benchmark program, as text and costs."""
     path, data = _data(name, dataset)
     found = {}
-    for tiles_above, asked in ((None, STRATEGIES), (0.0, (("optimal", 1),))):
+    for tiles_above, asked in ((TILES_ABOVE, STRATEGIES), (0.0, (("optimal", 1),))):
         with Session(path.read_text(), data, backend=None, dialect=DIALECTS[dialect](),
                      params=DEFAULT_PARAMS[dialect], memory_cap=MEMORY_CAP,
-                     **({} if tiles_above is None else {"tiles_above": tiles_above})) as session:
+                     tiles_above=tiles_above) as session:
             found["dag"] = [_vertex(v) for v in session.dag.vertices]
             for strategy, top in asked:
-                found[TILED if tiles_above == 0 else f"{strategy} top {top}"] = [
+                found[f"{strategy} top {top}" if tiles_above else TILED] = [
                     {"choices": [p.uclc(session.dag, v) for v in session.dag.vertices],
                      "cost": p.cost}
                     for p in session.plans(strategy, top)]
