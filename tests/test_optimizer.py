@@ -499,11 +499,10 @@ def test_best_plan_over_the_options_that_can_beat_greedy_is_the_full_dps(name, p
     dearer than greedy's: the same plan and cost as over every option."""
     text, shapes = DAGS[name]
     for seed in range(2):
-        space = _space(text, _data(shapes, seed), params)
-        found = dynamic_programming(space, 1)[0]
+        found = dynamic_programming(_space(text, _data(shapes, seed), params), 1)[0]
         with monkeypatch.context() as m:
             m.setattr(search, "_within", lambda space, total: None)
-            full = dynamic_programming(space, 1)[0]
+            full = dynamic_programming(_space(text, _data(shapes, seed), params), 1)[0]
         assert (found.choices, found.total) == (full.choices, full.total)
 
 

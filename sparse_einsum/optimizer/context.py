@@ -38,7 +38,6 @@ class OptimizerContext:
     label_names: dict[str, str] = field(default_factory=dict)  # letter -> label, pinned plans
     cap_source: str = DEFAULT_CAP_SOURCE          # where the memory cap comes from, for messages
     tiles_above: float = TILES_ABOVE              # seconds (TILES_ABOVE; 0: tiles always searched)
-    untiled_cost: float | None = None             # the best plan's without tiles, if not searched
 
     @classmethod
     def build(cls, dag: Dag, input_stats: dict[str, TensorStats], params: CostParams, *,
@@ -61,15 +60,24 @@ class OptimizerContext:
 
     @cached_property
     def space(self) -> SearchSpace:
-        """The decompositions the strategies search: without tiles while the best plan
-        without them is estimated at most `tiles_above` seconds."""
-        if self.tiles_above > 0:
-            flat = SearchSpace(self.dag, self.model, self.stored, tiled=False)
-            found = dynamic_programming(flat, 1)
-            if found and found[0].total <= self.tiles_above:
-                self.untiled_cost = found[0].total
-                return flat
+        """The decompositions the strategies search: without tiles where `untiled_cost`
+        says so (the strategies reuse that search), else with them."""
+        if self.untiled_cost is not None:
+            return self._untiled
         return SearchSpace(self.dag, self.model, self.stored)
+
+    @cached_property
+    def untiled_cost(self) -> float | None:
+        """The best plan's estimated cost without tiles when it is at most `tiles_above`
+        seconds, so that tiles are not searched; None when they are."""
+        if self.tiles_above <= 0:
+            return None
+        found = dynamic_programming(self._untiled, 1)
+        return found[0].total if found and found[0].total <= self.tiles_above else None
+
+    @cached_property
+    def _untiled(self) -> SearchSpace:
+        return SearchSpace(self.dag, self.model, self.stored, tiled=False)
 
     # -- plans from search results --------------------------------------------
     def to_plan(self, partial: Partial, name: str) -> Plan:

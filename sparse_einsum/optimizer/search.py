@@ -252,6 +252,7 @@ class SearchSpace:
         self.pruned: dict[str, list[Choice]] | None = None   # the options run_dp tries
         self._options: dict[str, list[Choice]] = {}     # vertex_options, per vertex
         self._floors: dict[str, dict[Choice, float]] = {}     # vertex_floor, per vertex
+        self._found: dict[int, list[Partial]] = {}     # dynamic_programming's, per k
 
     @cached_property
     def options(self) -> dict[str, list[Choice]]:
@@ -453,9 +454,16 @@ def dynamic_programming(space: SearchSpace, k: int = 3, below: float = inf) -> l
     programs reusing their results) the DP's merges would grow with the program: greedy's
     plan, found in linear time, is returned. With `below`, none when no plan can cost less
     (every plan costs at least the sum of the vertices' `least` floors; a bound within
-    rounding of `below` is searched)."""
+    rounding of `below` is searched). Searched once per space and k."""
     if below < inf and space.above(below):
         return []
+    found = space._found.get(k)
+    if found is None:
+        found = space._found[k] = _plans(space, k)
+    return list(found)
+
+
+def _plans(space: SearchSpace, k: int) -> list[Partial]:
     if len(space.shared) > SHARED_LIMIT:
         return [greedy(space)]
     consistent = greedy(space)
