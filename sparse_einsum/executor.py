@@ -124,9 +124,10 @@ def _invariant(compiled: CompiledPlan, reads: list[frozenset[str]], direct: set[
 
 
 def _read_by_none(compiled: CompiledPlan, reads: list[frozenset[str]]) -> set[str]:
-    """The output tables that the run computes and no later step reads."""
+    """The tables of outputs (each alone in its table) that the run computes and no later
+    step reads."""
     read = set().union(*reads)
-    return {rel.table for rel in compiled.outputs.values()} - read - {
+    return {rel.table for rel in compiled.outputs.values() if rel.value == "val"} - read - {
         step.target.table for step in compiled.steps if step.kind == "load"}
 
 

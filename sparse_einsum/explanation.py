@@ -147,7 +147,8 @@ def format_explanation(result: dict) -> str:
         streamed = [f"{s['name']} into {s['pipelined_into']}" for s in plan["statements"]
                     if "pipelined_into" in s]
         if streamed:
-            lines.append("  pipelined (streamed into the statement reading it, no table): "
+            lines.append("  pipelined (computed inside a later statement, streamed into it or "
+                         "sharing it; no table of their own): "
                          + ", ".join(streamed))
         scaled = [s["name"] for s in plan["statements"] if s.get("scalar_factor")]
         if scaled:

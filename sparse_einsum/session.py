@@ -510,7 +510,8 @@ class Session:
         for c in compiled:
             into: dict[str, list[str]] = {}
             for step in c.steps:
-                for name in [p.vertex for p in step.pipelined if p.vertex] + [
+                for name in [p.vertex for p in step.pipelined
+                             if p.vertex and p.vertex != step.vertex] + [
                         n for p in (*step.pipelined, step) for n in p.chained]:
                     into.setdefault(name, []).append(step.vertex or step.label)
             pipelined.append({name: " and ".join(readers) for name, readers in into.items()})

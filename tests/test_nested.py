@@ -75,6 +75,64 @@ def test_a_long_nested_statement_keeps_its_common_table_expressions(duck, monkey
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)
 
 
+# a softmax's pieces: Z read by M and D, M by D, L and G, D by S and G; outputs of every kind
+SHARED = """
+    input A[i,j]
+    input X[j,c]
+    input w[i]
+    Z[i,c] = A[i,j] * X[j,c]
+    M[i] = max(Z[i,c])
+    D[i,c] = Z[i,c] - M[i]
+    S[i] = exp(D[i,c])
+    L[] = M[i] * w[i]
+    C[] = S[i] * w[i]
+    G[i,c] = D[i,c] * M[i]
+    Y[j,c] = A[i,j] * G[i,c]
+    output L
+    output C
+    output Y
+    """
+
+
+@pytest.mark.parametrize("plan", ["dense", "optimal", "greedy", "relational"])
+def test_statements_reading_one_intermediate_share_one_statement(backend, plan):
+    """On DuckDB an intermediate read by several one-tuple statements is computed with
+    them in one statement (`sql.shared`), repeatedly: under the dense plan the whole
+    program is one statement, and its table holds the outputs, fetched from their
+    columns. NumPy's values and dtypes under every plan and engine."""
+    rng = np.random.default_rng(5)
+    data = {"A": sp.random(7, 6, density=0.4, random_state=3, format="csr"),
+            "X": rng.normal(size=(6, 3)), "w": rng.normal(size=7)}
+    expected = evaluate(load_program(SHARED), data)
+    with Session(SHARED, data, backend=backend) as session:
+        compiled = session.compile(plan)
+        got = session.run(plan).outputs
+    if plan == "dense" and backend.dialect.capabilities.nested_calls:
+        (step,) = [s for s in compiled.steps if s.kind == "sql"]
+        assert {"Z", "M", "D", "S", "L", "C", "Y"} <= {p.vertex for p in step.pipelined}
+        assert {rel.table for rel in compiled.outputs.values()} == {step.target.table}
+        assert len({rel.value for rel in compiled.outputs.values()}) == 3
+    for name in ("L", "C", "Y"):
+        assert got[name].dtype == np.float64
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)
+
+
+def test_a_long_shared_statement_keeps_its_common_table_expressions(duck, monkeypatch):
+    """A shared statement whose nested text would pass NESTED_CHARS reads its members
+    from common table expressions: the same values."""
+    rng = np.random.default_rng(5)
+    data = {"A": sp.random(7, 6, density=0.4, random_state=3, format="csr"),
+            "X": rng.normal(size=(6, 3)), "w": rng.normal(size=7)}
+    expected = evaluate(load_program(SHARED), data)
+    monkeypatch.setattr(pipeline, "NESTED_CHARS", 200)
+    with Session(SHARED, data, backend=duck) as session:
+        (step,) = [s for s in session.compile("dense").steps if s.kind == "sql"]
+        assert step.sql.count(" WITH ") == 1
+        got = session.run("dense").outputs
+    for name in ("L", "C", "Y"):
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("engine", ["duck_udf", "pg"])
 def test_engines_without_nested_calls_join_their_one_tuple_relations(request, engine):
     """PostgreSQL, and DuckDB without its extension, keep joins: no formula, no

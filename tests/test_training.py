@@ -165,7 +165,16 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
             calls, loaded = list(calls), dict(trainer._loaded)    # not the closing drops
         sql = [s for s in compiled.steps if s.kind == "sql"]
         fetched = {a.target.tensor for m, a in calls if m == "run_and_fetch"}
-        assert fetched == {"loss", "accuracy"}
+        if backend.dialect.capabilities.nested_calls:
+            # the rest of the forward pass, the loss, the metrics and the gradient they share
+            # intermediates with are one statement (`sql.shared`), whose table holds the
+            # loss and the metrics
+            shared = compiled.outputs["loss"].table
+            assert compiled.outputs["accuracy"].table == shared and not fetched
+            assert [a.table for m, a in calls if m == "fetch"] == [shared, shared]
+            assert len([s for s in sql if s.target.table not in loaded]) == 4
+        else:
+            assert fetched == {"loss", "accuracy"}
         assert {rel.tensor for rel in loaded.values()} == {"A", "X", "ce_Y", "ce_w", "AX"}
         assert not [a for m, a in calls if m == "load"]
         sql = [s for s in sql if s.target.table not in loaded]

@@ -207,7 +207,8 @@ class DuckDBBackend(Backend):
 
     def fetch(self, rel: TableRelation, source: str | None = None) -> Blocks:
         """The relation `rel` from its table, or from the query `source` that computes it."""
-        cols = ", ".join(self.dialect.q(c) for c in rel.columns + ("val",))
+        q = self.dialect.q
+        cols = ", ".join([q(c) for c in rel.columns] + [f"{q(rel.value)} AS val"])
         source = f"({source}) AS q" if source else self.dialect.q(rel.table)
         return relation_blocks(rel, self.con.sql(f"SELECT {cols} FROM {source}").to_arrow_table())
 

@@ -21,6 +21,7 @@ from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .nested import Formula, Read, formula, nested_query
 from .pipeline import pipeline
+from .shared import share
 from .steps import Step, StepBuilder, TableRelation
 
 
@@ -80,10 +81,18 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
                    if n not in inside}
     else:
         outputs = {n: rel for n, rel in compiler.outputs().items() if n not in inside}
-    kept = {rel.table for rel in [*outputs.values(), *(stored or {}).values(),
-                                  *together.values()]}
-    return CompiledPlan(pipeline(compiler.steps, kept, dialect, temporary, frozenset(together)),
-                        outputs, frozenset(compiler.factors), dag.defaults(), together,
+    blocked = {rel.table for rel in [*(stored or {}).values(), *together.values()]}
+    kept = blocked | {rel.table for rel in outputs.values()}
+    steps = pipeline(compiler.steps, kept, dialect, temporary, frozenset(together))
+    if dialect.capabilities.nested_calls:
+        blocked |= {use.constant[1].table for step in steps for use in step.kernels
+                    if use.constant}
+        steps, moved = share(steps, blocked, {rel.table for rel in outputs.values()}, dialect,
+                             temporary)
+        outputs = {n: replace(rel, table=moved[rel.table, rel.value][0],
+                              value=moved[rel.table, rel.value][1])
+                   if (rel.table, rel.value) in moved else rel for n, rel in outputs.items()}
+    return CompiledPlan(steps, outputs, frozenset(compiler.factors), dag.defaults(), together,
                         frozenset(rel.table for rel in (stored or {}).values()))
 
 

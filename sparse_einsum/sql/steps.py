@@ -27,6 +27,7 @@ class TableRelation:
     # a one-tuple array the engine holds once per machine and kernels read by name, not
     # from a table (`Dialect.broadcasts`)
     broadcast: bool = False
+    value: str = "val"             # the column of its values (others: `sql.shared`)
 
     @property
     def keyed(self) -> tuple[int, ...]:
@@ -104,6 +105,8 @@ class Step:
     # its columns over relations holding one tuple each, nested into the statement it
     # streams into (`sql.nested`)
     formula: Formula | None = None
+    # its columns are the values of statements merged into it (`sql.shared`)
+    shared: bool = False
 
 
 class StepBuilder:
