@@ -94,15 +94,19 @@ SHARED = """
     """
 
 
+def _shared_data() -> dict[str, object]:
+    rng = np.random.default_rng(5)
+    return {"A": sp.random(7, 6, density=0.4, random_state=3, format="csr"),
+            "X": rng.normal(size=(6, 3)), "w": rng.normal(size=7)}
+
+
 @pytest.mark.parametrize("plan", ["dense", "optimal", "greedy", "relational"])
 def test_statements_reading_one_intermediate_share_one_statement(backend, plan):
     """On DuckDB an intermediate read by several one-tuple statements is computed with
     them in one statement (`sql.shared`), repeatedly: under the dense plan the whole
     program is one statement, and its table holds the outputs, fetched from their
     columns. NumPy's values and dtypes under every plan and engine."""
-    rng = np.random.default_rng(5)
-    data = {"A": sp.random(7, 6, density=0.4, random_state=3, format="csr"),
-            "X": rng.normal(size=(6, 3)), "w": rng.normal(size=7)}
+    data = _shared_data()
     expected = evaluate(load_program(SHARED), data)
     with Session(SHARED, data, backend=backend) as session:
         compiled = session.compile(plan)
@@ -120,9 +124,7 @@ def test_statements_reading_one_intermediate_share_one_statement(backend, plan):
 def test_a_long_shared_statement_keeps_its_common_table_expressions(duck, monkeypatch):
     """A shared statement whose nested text would pass NESTED_CHARS reads its members
     from common table expressions: the same values."""
-    rng = np.random.default_rng(5)
-    data = {"A": sp.random(7, 6, density=0.4, random_state=3, format="csr"),
-            "X": rng.normal(size=(6, 3)), "w": rng.normal(size=7)}
+    data = _shared_data()
     expected = evaluate(load_program(SHARED), data)
     monkeypatch.setattr(pipeline, "NESTED_CHARS", 200)
     with Session(SHARED, data, backend=duck) as session:
