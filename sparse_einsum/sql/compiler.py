@@ -20,7 +20,7 @@ from .chains import Chain, Presence, chain_formula, chain_query, chained, presen
 from .dialect import Dialect, OrZero
 from .factor import FACTOR, scalar_factors
 from .nested import Formula, Read, formula, nested_query
-from .pipeline import pipeline
+from .pipeline import kernel_constants, pipeline
 from .shared import share
 from .steps import Step, StepBuilder, TableRelation
 
@@ -85,13 +85,12 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
     kept = blocked | {rel.table for rel in outputs.values()}
     steps = pipeline(compiler.steps, kept, dialect, temporary, frozenset(together))
     if dialect.capabilities.nested_calls:
-        blocked |= {use.constant[1].table for step in steps for use in step.kernels
-                    if use.constant}
-        steps, moved = share(steps, blocked, {rel.table for rel in outputs.values()}, dialect,
-                             temporary)
-        outputs = {n: replace(rel, table=moved[rel.table, rel.value][0],
-                              value=moved[rel.table, rel.value][1])
-                   if (rel.table, rel.value) in moved else rel for n, rel in outputs.items()}
+        steps, moved = share(steps, blocked | kernel_constants(steps),
+                             {rel.table for rel in outputs.values()}, dialect, temporary)
+        for name, rel in outputs.items():
+            if (rel.table, rel.value) in moved:      # a column of a shared statement's table
+                table, value = moved[rel.table, rel.value]
+                outputs[name] = replace(rel, table=table, value=value)
     return CompiledPlan(steps, outputs, frozenset(compiler.factors), dag.defaults(), together,
                         frozenset(rel.table for rel in (stored or {}).values()))
 

@@ -31,8 +31,7 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
     depth = dialect.capabilities.pipeline_depth
     if not depth:
         return steps
-    kept = set(kept) | {use.constant[1].table for step in steps for use in step.kernels
-                        if use.constant}
+    kept = set(kept) | kernel_constants(steps)
     steps = _pass(steps, kept, dialect, temporary, depth)
     while gathering:    # again: readers streamed into one statement make it the one reader
         streamed = _pass(steps, kept, dialect, temporary, depth, gathering)
@@ -40,6 +39,11 @@ def pipeline(steps: list[Step], kept: set[str], dialect: Dialect, temporary: boo
             break
         steps = streamed
     return steps
+
+
+def kernel_constants(steps: list[Step]) -> set[str]:
+    """The tables that kernels of `steps` bind as constants: they stay tables."""
+    return {use.constant[1].table for step in steps for use in step.kernels if use.constant}
 
 
 def _pass(steps: list[Step], kept: set[str], dialect: Dialect, temporary: bool, depth: int,
