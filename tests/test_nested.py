@@ -2,6 +2,7 @@
 which statements take that form, and NumPy's values and dtypes whatever the inputs hold."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -105,7 +106,8 @@ def test_statements_reading_one_intermediate_share_one_statement(backend, plan):
     """On DuckDB an intermediate read by several one-tuple statements is computed with
     them in one statement (`sql.shared`), repeatedly: under the dense plan the whole
     program is one statement, and its table holds the outputs, fetched from their
-    columns. NumPy's values and dtypes under every plan and engine."""
+    columns; each value read twice is computed once, in a projection below. NumPy's
+    values and dtypes under every plan and engine."""
     data = _shared_data()
     expected = evaluate(load_program(SHARED), data)
     with Session(SHARED, data, backend=backend) as session:
@@ -116,6 +118,12 @@ def test_statements_reading_one_intermediate_share_one_statement(backend, plan):
         assert {"Z", "M", "D", "S", "L", "C", "Y"} <= {p.vertex for p in step.pipelined}
         assert {rel.table for rel in compiled.outputs.values()} == {step.target.table}
         assert len({rel.value for rel in compiled.outputs.values()}) == 3
+        # Z, M and D, each read twice or more, are columns of projections of their own
+        # below: each call written (and bound) once, each column defined once
+        calls = re.findall(r"se_\w+\('[^']*'", step.sql)
+        assert calls.count("se_kernel1('id;max;1;7,3;3,1'") == 1 and len(calls) == 8
+        layered = re.findall(r'AS "(v\d+)"', step.sql)
+        assert len(layered) == 3 and all(step.sql.count(f'"{v}"') >= 3 for v in layered)
     for name in ("L", "C", "Y"):
         assert got[name].dtype == np.float64
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)

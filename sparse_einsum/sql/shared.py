@@ -9,7 +9,7 @@ of its readers a statement. Here the intermediate, its readers and what lies bet
 them (every statement that depends on one of them and feeds another) become one
 statement. It writes one table, with a column per value that a later statement reads or
 that is an output (``<table>_<column>``, `TableRelation.value`); the others are nested
-where read, and the engine computes each once (its common subexpressions).
+where read (`nested_query`: each once).
 
 Only statements whose readers are formulas too take part: their reads of the values
 moved are rewritten to the shared table's columns.
