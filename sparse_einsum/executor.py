@@ -10,7 +10,7 @@ from .backends.base import Backend
 from .blocks import Blocks, compose, compose_sparse, decompose
 from .plan import Plan
 from .sql.compiler import CompiledPlan
-from .sql.steps import TableRelation
+from .sql.steps import TableRelation, invariant as invariant_tables
 
 
 @dataclass
@@ -61,8 +61,11 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
     direct = set() if count_tuples else _read_by_none(compiled, reads)
-    invariant = set() if resident is None else _invariant(compiled, reads, direct)
-    undropped = direct | compiled.combined.keys()   # fetched unstored; left for the caller
+    kept = direct | {r.table for r in [*compiled.combined.values(), *compiled.outputs.values()]}
+    invariant = set() if resident is None else \
+        invariant_tables(compiled.steps, compiled.read_in_place, kept)
+    # fetched unstored; left for the caller
+    undropped = direct | {rel.table for rel in compiled.combined.values()}
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:
@@ -108,19 +111,6 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
 def _reads(compiled: CompiledPlan) -> list[frozenset[str]]:
     """Per step, the tables it reads (as the compiler recorded them)."""
     return [step.reads for step in compiled.steps]
-
-
-def _invariant(compiled: CompiledPlan, reads: list[frozenset[str]], direct: set[str]
-               ) -> set[str]:
-    """The tables of the loads, and of the statements that read only those (but the
-    outputs): the same in every run on the same arrays."""
-    found: set[str] = set()
-    kept = direct | compiled.combined.keys() | {r.table for r in compiled.outputs.values()}
-    tables = compiled.read_in_place | {step.target.table for step in compiled.steps}
-    for step, read in zip(compiled.steps, reads):
-        if step.kind == "load" or (step.target.table not in kept and read & tables <= found):
-            found.add(step.target.table)
-    return found
 
 
 def _read_by_none(compiled: CompiledPlan, reads: list[frozenset[str]]) -> set[str]:

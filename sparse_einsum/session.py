@@ -367,7 +367,8 @@ class Session:
     @gc_paused()
     def compile(self, plan: str | PlanSpec | Plan = "optimal", *, temporary: bool = False,
                 relational_outputs: bool = False,
-                combined: dict[str, Combined] | None = None) -> CompiledPlan:
+                combined: dict[str, Combined] | None = None,
+                combined_shared: bool = False, resident: bool = False) -> CompiledPlan:
         chosen = self.plan(plan)
         exact = self.exact_integers
         if exact and not all(self.optimizer().model.fits(v, chosen.choices[v.name])
@@ -390,6 +391,7 @@ class Session:
                                 prefix=f"{self.prefix}_{self._compiled}",
                                 stored=self.tables, temporary=temporary,
                                 relational_outputs=relational_outputs, combined=combined,
+                                combined_shared=combined_shared, resident=resident,
                                 nonfinite=frozenset(t for t, s in ctx.stats.items()
                                                     if not s.finite),
                                 whole=frozenset(rel.table for name, rel in self.tables.items()

@@ -9,6 +9,7 @@ engine in one transaction (`replacement_sql`); only the loss and the metrics com
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -221,6 +222,10 @@ def training_program(program: Program | str | Path, data: dict[str, object], *, 
         if name not in program.inputs:
             raise ProgramError(f"{name} is not an input of the program: parameters and "
                                "dropout masks are inputs")
+        if re.fullmatch(r"step|state\d*", name):
+            raise ProgramError(f"a parameter or dropout mask cannot be named {name}: training "
+                               f"keeps its step count and state in table {tables}_{name}; "
+                               "rename it")
     _check_data(program, data, loss)
     given = _program_data(program, data)
     for name in dropout:
@@ -314,7 +319,10 @@ class Trainer:
                                                           scoped=False),
                                    memory_cap=memory_cap, progress=progress)
             self.plan = self.session.plan(plan)
-            self.compiled = self.session.compile(self.plan, combined=self.job.combined())
+            self.compiled = self.session.compile(self.plan, combined=self.job.combined(),
+                                                 combined_shared=self.store.shares_updates,
+                                                 resident=True)
+            self.store.adopt(self.job, self.compiled)
             self._arrays = self.session.values.arrays(self.session.exact_integers)
         except BaseException:
             self.close()
@@ -403,7 +411,7 @@ class Trainer:
             self.last_run = execute(self.compiled, self._arrays, self.backend,
                                     resident=self._loaded)
             with self.store.transaction():
-                self.store.finish(job)
+                self.store.finish(job, self.compiled)
         except BaseException:
             for rel in self.compiled.combined.values():
                 self.backend.drop(rel)

@@ -12,6 +12,7 @@ from .sql.dialect import Dialect
 from .sql.templates import SQL, render
 
 if TYPE_CHECKING:
+    from .sql.compiler import CompiledPlan
     from .training import TrainingProgram
 
 
@@ -30,6 +31,9 @@ def replacement_sql(job: TrainingProgram, d: Dialect) -> list[str]:
 class TableStore:
     """SQL tables and views, changed inside the backend's transactions."""
     templates = "common"             # the folder of its views' templates (`view_sql`)
+    # whether an iteration's updates may end in columns of a shared statement's table
+    # (`compile_plan`'s `combined_shared`), which `finish` then puts in place
+    shares_updates = False
 
     def __init__(self, backend) -> None:
         self.backend = backend
@@ -69,12 +73,16 @@ class TableStore:
     def lasting(self, tables: list[str]) -> None:
         """`tables` outlive the iterations that write them."""
 
-    def finish(self, job: TrainingProgram) -> None:
-        """End an iteration: each parameter's table replaced by its next, the step counted."""
-        for sql in self.finish_sql(job):
+    def adopt(self, job: TrainingProgram, compiled: CompiledPlan) -> None:
+        """Before the first iteration of `compiled`: the tables as its `finish` leaves them."""
+
+    def finish(self, job: TrainingProgram, compiled: CompiledPlan) -> None:
+        """End an iteration (`compiled`'s): each parameter's table replaced by its next, the
+        step counted."""
+        for sql in self.finish_sql(job, compiled):
             self.backend.execute(sql)
 
-    def finish_sql(self, job: TrainingProgram) -> list[str]:
+    def finish_sql(self, job: TrainingProgram, compiled: CompiledPlan) -> list[str]:
         return replacement_sql(job, self.backend.dialect)
 
 
@@ -83,18 +91,58 @@ class RenameStore(TableStore):
     are TEMP tables like the next tables an iteration writes, and an iteration ends by
     dropping each and renaming its next table in its place, in one transaction, instead
     of copying its rows (views are bound by name when read, so those of the optimizer's
-    state follow)."""
+    state follow). Updates that end in a shared statement's table (the whole Cora
+    iteration is one statement) stay there: that table is renamed ``<tables>_state`` (the
+    one before dropped), and their parameters' tables are views of its columns (`adopt`)."""
+    shares_updates = True
 
     def create(self, table: str, query: str) -> None:
         self.backend.execute(self.backend.dialect.create(table, query, temporary=True))
 
-    def finish_sql(self, job: TrainingProgram) -> list[str]:
+    def adopt(self, job: TrainingProgram, compiled: CompiledPlan) -> None:
+        """Before the first iteration: the parameters whose updates end in a shared
+        statement's table move into ``<tables>_state``, in the columns that table holds
+        them in, and their tables become views of those."""
+        q = self.backend.dialect.q
+        for state, params in _states(job, compiled).values():
+            held = [(k, p, column, name) for k, p in enumerate(params)
+                    for column, name in compiled.combined_columns[job.next_table(p)].items()]
+            scan = " POSITIONAL JOIN ".join(f"{q(job.table(p))} AS p{k}"
+                                            for k, p in enumerate(params))
+            with self.transaction():
+                self._sql("drop_table", table=state)
+                self.create(state, "SELECT " + ", ".join(
+                    f"p{k}.{q(column)} AS {q(name)}" for k, _, column, name in held)
+                    + f" FROM {scan}")
+                for param in params:
+                    self._sql("drop_table", table=job.table(param))
+                    self.backend.execute(render(
+                        "duckdb/state_view", self.quote, view=job.table(param), table=state,
+                        columns=SQL(", ".join(f"{q(name)} AS {q(column)}" for _, p, column, name
+                                              in held if p == param))))
+
+    def finish_sql(self, job: TrainingProgram, compiled: CompiledPlan) -> list[str]:
         out = []
         for param in job.params:
-            out += [render("common/drop_table", self.quote, table=job.table(param)),
-                    render("duckdb/rename_table", self.quote, table=job.next_table(param),
-                           new=job.table(param))]
+            if compiled.combined[job.next_table(param)].table == job.next_table(param):
+                out += [render("common/drop_table", self.quote, table=job.table(param)),
+                        render("duckdb/rename_table", self.quote, table=job.next_table(param),
+                               new=job.table(param))]
+        for table, (state, _) in _states(job, compiled).items():
+            out += [render("common/drop_table", self.quote, table=state),
+                    render("duckdb/rename_table", self.quote, table=table, new=state)]
         return out + [render("common/train_step", self.quote, table=job.table("step"))]
+
+
+def _states(job: TrainingProgram, compiled: CompiledPlan) -> dict[str, tuple[str, list[str]]]:
+    """Each shared statement's table holding updates: the table it becomes (``<tables>_state``,
+    then ``..._state1``, ...) and the parameters whose updates it holds."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for param in job.params:
+        table = compiled.combined[job.next_table(param)].table
+        if table != job.next_table(param):
+            found.setdefault(table, (job.table(f"state{len(found) or ''}"), []))[1].append(param)
+    return found
 
 
 class SparkStore(TableStore):
@@ -126,7 +174,7 @@ class SparkStore(TableStore):
     def lasting(self, tables: list[str]) -> None:
         self.backend.rooted.update(tables)
 
-    def finish(self, job: TrainingProgram) -> None:
+    def finish(self, job: TrainingProgram, compiled: CompiledPlan) -> None:
         for param in job.params:
             self.backend.drop_view(job.table(param))
             self.backend.rename_view(job.next_table(param), job.table(param))

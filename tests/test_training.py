@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from sparse_einsum import train, training
 from sparse_einsum.errors import DataError, ProgramError
 from sparse_einsum.training import Trainer
+from sparse_einsum.training_store import training_store
 
 torch = pytest.importorskip("torch")
 
@@ -58,10 +59,13 @@ def torch_gcn(data, epochs, lr):
 
 
 def drop_tables(backend, prefix):
-    for name in ["W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size", "adam_sqrt_bias2"]:
-        backend.execute(f'DROP VIEW IF EXISTS "{prefix}_{name}"')
-    for name in ["W1", "W2", "step", "D"]:
-        backend.execute(f'DROP TABLE IF EXISTS "{prefix}_{name}"')
+    """The tables and views a training with tables `prefix` made (views first)."""
+    store = training_store(backend)
+    for name in ["W1_m", "W1_v", "W2_m", "W2_v", "adam_step_size", "adam_sqrt_bias2",
+                 "W1", "W2", "step", "D", "state"]:
+        kind = store.kind(f"{prefix}_{name}")
+        if kind:
+            store.drop(f"{prefix}_{name}", kind)
 
 
 def test_gcn_adam_matches_torch(backend):
@@ -139,18 +143,21 @@ def test_training_plans_where_the_search_merges_nothing(duck, monkeypatch):
 
 def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
     """An iteration runs the statements compiled once: one per parameter for its update
-    and its optimizer state together (joined side by side), the intermediates' drops, and
-    one transaction replacing the tables inside the engine; only the loss and the metrics
-    are fetched, nothing is loaded and A X is not computed again (the first iteration did,
-    and kept them), and the plan is not chosen again."""
+    and its optimizer state together (joined side by side; on DuckDB the whole iteration
+    is one statement), the intermediates' drops, and one transaction replacing the tables
+    inside the engine; only the loss and the metrics are fetched, nothing is loaded and
+    A X is not computed again (the first iteration did, and kept them), and the plan is
+    not chosen again."""
     data = gcn_data()
     options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
     try:
         with Trainer(GCN, data, backend=backend, tables="t_count", **options) as trainer:
             trainer.iterate()
             compiled, job, store = trainer.compiled, trainer.job, trainer.store
-            updates = [s for s in compiled.steps if s.target.table in compiled.combined]
-            assert [s.target.table for s in updates] == ["t_count_W1_next", "t_count_W2_next"]
+            ends = {rel.table for rel in compiled.combined.values()}
+            updates = [s for s in compiled.steps if s.target.table in ends]
+            if not backend.dialect.capabilities.nested_calls:
+                assert [s.target.table for s in updates] == ["t_count_W1_next", "t_count_W2_next"]
             # the parameter and its state go side by side by joins, not scalar subqueries
             # (DuckDB copies a subquery's array payload again)
             assert not [s for s in updates if "(SELECT val FROM" in s.sql]
@@ -166,13 +173,15 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
         sql = [s for s in compiled.steps if s.kind == "sql"]
         fetched = {a.target.tensor for m, a in calls if m == "run_and_fetch"}
         if backend.dialect.capabilities.nested_calls:
-            # the rest of the forward pass, the loss, the metrics and the gradient they share
-            # intermediates with are one statement (`sql.shared`), whose table holds the
-            # loss and the metrics
+            # the forward pass after A X, the loss, the metrics, the gradients and the
+            # updates are one statement (`sql.shared`), whose table holds the loss, the
+            # metrics and the parameters' updates and state, and becomes the state table
             shared = compiled.outputs["loss"].table
             assert compiled.outputs["accuracy"].table == shared and not fetched
+            assert ends == {shared} and [s.target.table for s in updates] == [shared]
             assert [a.table for m, a in calls if m == "fetch"] == [shared, shared]
-            assert len([s for s in sql if s.target.table not in loaded]) == 4
+            assert len([s for s in sql if s.target.table not in loaded]) == 1
+            assert set(compiled.combined_columns["t_count_W1_next"]) == {"val", "m", "v"}
         else:
             assert fetched == {"loss", "accuracy"}
         assert {rel.tensor for rel in loaded.values()} == {"A", "X", "ce_Y", "ce_w", "AX"}
@@ -184,9 +193,12 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
         drops = [a for m, a in calls if m == "drop"]
         replacing = [a for a in statements if not a.startswith("DROP TABLE IF")
                      and a not in ["BEGIN TRANSACTION", "COMMIT"]]
-        assert replacing == [a for a in store.finish_sql(job) if not a.startswith("DROP TABLE IF")]
-        # in DuckDB's memory the next tables are renamed, not copied (PostgreSQL copies)
-        assert len(replacing) == (1 if backend.dialect.engine == "duckdb" else 3) * 2 + 1
+        assert replacing == [a for a in store.finish_sql(job, compiled)
+                             if not a.startswith("DROP TABLE IF")]
+        # in DuckDB's memory the iteration's table is renamed the state table (the next
+        # tables each renamed without the extension), not copied (PostgreSQL copies)
+        assert len(replacing) == (1 + 1 if backend.dialect.capabilities.nested_calls else
+                                  1 * 2 + 1 if backend.dialect.engine == "duckdb" else 3 * 2 + 1)
         # each table a statement makes is dropped once, but the fetched and the next ones
         assert len(drops) == len(sql) - len(fetched) - len(updates)
         assert not [a for m, a in calls if m == "query"]
@@ -195,18 +207,18 @@ def test_an_iteration_issues_the_statements_it_needs(backend, monkeypatch):
 
 
 def test_an_update_is_nested_calls_over_one_scan(duck):
-    """On DuckDB a parameter's update, its new moments and its gradient are one statement:
-    nested kernel calls over one positional scan of the tables it reads (`sql.nested`),
-    each read once, no common table expression and no join copying arrays; the
-    training is PyTorch's."""
+    """On DuckDB a parameter's update, its new moments and its gradient are one statement
+    (here the whole iteration's): nested kernel calls over one positional scan of the
+    tables it reads (`sql.nested`), each read once, no common table expression and no
+    join copying arrays; the training is PyTorch's."""
     data = gcn_data()
     options = dict(loss="softmax_cross_entropy(Z, y, mask)", params=["W1", "W2"], lr=0.1)
     expected, _, weights = torch_gcn(data, epochs=3, lr=0.1)
     try:
         with Trainer(GCN, data, backend=duck, tables="t_nested", **options) as trainer:
             for param in ("W1", "W2"):
-                step = next(s for s in trainer.compiled.steps
-                            if s.target.table == trainer.job.next_table(param))
+                table = trainer.compiled.combined[trainer.job.next_table(param)].table
+                step = next(s for s in trainer.compiled.steps if s.target.table == table)
                 assert {p.vertex for p in step.pipelined} >= {
                     f"{param}_new", f"{param}_m_new", f"{param}_v_new"}
                 assert all(p.formula for p in (step, *step.pipelined))
@@ -261,8 +273,8 @@ def test_failed_iteration_leaves_the_previous_parameters(backend, monkeypatch):
             first = trainer.parameters()
             finish = trainer.store.finish        # fails after replacing the tables
 
-            def failing(job):
-                finish(job)
+            def failing(job, compiled):
+                finish(job, compiled)
                 backend.execute("SELECT * FROM no_such_table")
             monkeypatch.setattr(trainer.store, "finish", failing)
             with pytest.raises(Exception, match="no_such_table"):
@@ -314,6 +326,17 @@ def test_bad_training_requests(options, error, message):
         del data["mask"]
     with pytest.raises(error, match=message):
         train(GCN, data, **{**args, **options})
+
+
+def test_a_parameter_cannot_take_the_name_of_a_training_table():
+    """``<tables>_step`` and ``<tables>_state`` hold the step count and the state of
+    updates that end in a shared statement: a parameter of either name is refused."""
+    rng = np.random.default_rng(0)
+    data = dict(X=rng.normal(size=(4, 3)), state=rng.normal(size=(3, 2)),
+                T=rng.normal(size=(4, 2)))
+    program = "input X[i,k]\ninput state[k,o]\nP[i,o] = X[i,k] * state[k,o]"
+    with pytest.raises(ProgramError, match="cannot be named state: training keeps"):
+        train(program, data, loss="mse(P, T)", params=["state"], epochs=1)
 
 
 def write_gcn(directory):

@@ -22,7 +22,7 @@ from .factor import FACTOR, scalar_factors
 from .nested import Formula, Read, formula, nested_query
 from .pipeline import kernel_constants, pipeline
 from .shared import share
-from .steps import Step, StepBuilder, TableRelation
+from .steps import Step, StepBuilder, TableRelation, invariant
 
 
 @dataclass
@@ -33,8 +33,11 @@ class CompiledPlan:
     factored: frozenset[str] = frozenset()     # vertices passed through with a scalar factor
     # the tensors whose absent entries are not 0, and their value (`Dag.defaults`)
     defaults: dict[str, float] = field(default_factory=dict)
-    # tables holding several outputs side by side (`Combined`), left in the engine by a run
+    # tables holding several outputs side by side (`Combined`), left in the engine by a run:
+    # the relation each ends in, and per column the column of that relation's table that
+    # holds it (another name where it is a shared statement's table: `compile_plan`)
     combined: dict[str, TableRelation] = field(default_factory=dict)
+    combined_columns: dict[str, dict[str, str]] = field(default_factory=dict)
     read_in_place: frozenset[str] = frozenset()     # the tables of the stored inputs
 
     def statements(self) -> list[Step]:
@@ -63,15 +66,19 @@ class Combined:
 def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None = None,
                  stored: dict[str, TableRelation] | None = None, temporary: bool = False,
                  relational_outputs: bool = False, nonfinite: frozenset[str] = frozenset(),
-                 combined: dict[str, Combined] | None = None,
-                 whole: frozenset[str] = frozenset()) -> CompiledPlan:
+                 combined: dict[str, Combined] | None = None, combined_shared: bool = False,
+                 resident: bool = False, whole: frozenset[str] = frozenset()) -> CompiledPlan:
     """Steps for `plan` in `dialect`; inputs in `stored` are read from their tables (those
     of `whole` hold exactly one tuple), the others loaded. With `relational_outputs`, every
     output ends fully promoted (one key column per label, as compiled jobs write them).
     Products with a tensor in `nonfinite` (one that may hold NaN or inf) also see the zeros
     of the other operand, as NumPy does: 0 * NaN is NaN. The outputs in `combined` (table
     name -> `Combined`) end in those tables, which a run leaves in the engine, instead of
-    being fetched. Intermediates read by one statement are streamed into it (`pipeline`)."""
+    being fetched; with `combined_shared`, in columns of a shared statement's table instead
+    where their statement joins one (`CompiledPlan.combined_columns` says which). With
+    `resident`, the caller keeps the tables of `steps.invariant` across runs (`execute`'s
+    `resident`): those statements share none. Intermediates read by one statement are
+    streamed into it (`pipeline`)."""
     compiler = Compiler(dag, plan, dialect, prefix, stored, temporary, nonfinite, whole)
     compiler.compile()
     together = {table: compiler.combine(table, spec) for table, spec in (combined or {}).items()}
@@ -81,18 +88,30 @@ def compile_plan(dag: Dag, plan: Plan, dialect: Dialect, *, prefix: str | None =
                    if n not in inside}
     else:
         outputs = {n: rel for n, rel in compiler.outputs().items() if n not in inside}
-    blocked = {rel.table for rel in [*(stored or {}).values(), *together.values()]}
-    kept = blocked | {rel.table for rel in outputs.values()}
-    steps = pipeline(compiler.steps, kept, dialect, temporary, frozenset(together))
+    read_in_place = frozenset(rel.table for rel in (stored or {}).values())
+    fetched = {rel.table for rel in outputs.values()}
+    steps = pipeline(compiler.steps, read_in_place | set(together) | fetched, dialect,
+                     temporary, frozenset(together))
+    columns = {table: {c: c for c in spec.columns} for table, spec in (combined or {}).items()}
     if dialect.capabilities.nested_calls:
-        steps, moved = share(steps, blocked | kernel_constants(steps),
-                             {rel.table for rel in outputs.values()}, dialect, temporary)
+        # what may move into a shared statement's table, and what stays as it is: tables
+        # read in place or bound as kernel constants, and those the caller keeps
+        movable = fetched | set(together) if combined_shared else fetched
+        kept = read_in_place | kernel_constants(steps) | (set(together) - movable)
+        if resident:
+            kept |= invariant(steps, read_in_place, fetched | set(together))
+        steps, moved = share(steps, kept, movable, dialect, temporary)
         for name, rel in outputs.items():
             if (rel.table, rel.value) in moved:      # a column of a shared statement's table
                 table, value = moved[rel.table, rel.value]
                 outputs[name] = replace(rel, table=table, value=value)
+        for name, rel in together.items():
+            for column in columns[name]:
+                if (name, column) in moved:
+                    table, columns[name][column] = moved[name, column]
+                    together[name] = replace(rel, table=table, tensor=table)
     return CompiledPlan(steps, outputs, frozenset(compiler.factors), dag.defaults(), together,
-                        frozenset(rel.table for rel in (stored or {}).values()))
+                        columns, read_in_place)
 
 
 class Compiler:

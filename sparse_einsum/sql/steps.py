@@ -109,6 +109,19 @@ class Step:
     shared: bool = False
 
 
+def invariant(steps: list[Step], read_in_place: frozenset[str], kept: set[str]) -> set[str]:
+    """The tables of the loads, and of the statements (but those making `kept`) that read
+    only those: the same in every run on the same inputs, whatever the tables read in
+    place hold."""
+    found: set[str] = set()
+    tables = read_in_place | {step.target.table for step in steps}
+    for step in steps:
+        if step.kind == "load" or (step.target.table not in kept
+                                   and step.reads & tables <= found):
+            found.add(step.target.table)
+    return found
+
+
 class StepBuilder:
     """Collects the kernels one step needs and names them uniquely."""
 
