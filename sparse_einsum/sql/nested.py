@@ -17,11 +17,11 @@ arrays on without copying them:
 
     SELECT f("v0", "p1_val") AS "val", g("v0") AS "m"
     FROM (SELECT *, (se_kernel2('...', "p0_val", "p2_val")) AS "v0"
-          FROM (SELECT p0."val" AS "p0_val", ... FROM "W1" AS p0 POSITIONAL JOIN ...) AS l0) AS l1
+          FROM (SELECT p0."val" AS "p0_val", ... FROM "W1" AS p0 ...) AS l0) AS l1
 
 so the engine binds and optimizes it once, not once in each place it is read (and then
-again to find the repeats as common subexpressions). A statement whose text would grow past NESTED_CHARS keeps the common
-table expressions.
+again to find the repeats as common subexpressions). A statement whose text would grow
+past NESTED_CHARS keeps the common table expressions.
 """
 from __future__ import annotations
 
@@ -103,8 +103,9 @@ def nested_query(top: Formula, streamed: dict[str, Formula], d: Dialect) -> str:
             if read.table in streamed:
                 text = f"({render(streamed[read.table].expr(read.column))})"
                 if uses[read] > 1:
-                    layers.append(f"{text} AS {d.q(f'v{len(layers)}')}")
-                    text = d.q(f"v{len(layers) - 1}")
+                    name = d.q(f"v{len(layers)}")
+                    layers.append(f"{text} AS {name}")
+                    text = name
                 sql[read] = text
             else:
                 if read.table not in tables:
