@@ -132,7 +132,9 @@ class TrainingProgram:
     state tensor in a column named by its suffix, read through a view
     ``<tables>_<param>_<suffix>``); the optimizer's per-step scalars are views of
     ``<tables>_step``; dropout masks are tables (one key column per label, ``val``). The
-    outputs are the loss and the metrics; the updates end in ``<tables>_<param>_next``."""
+    outputs are the loss and the metrics; the updates end in ``<tables>_<param>_next`` (or
+    in columns of a shared statement's table, where the store takes them there:
+    `RenameStore`)."""
     program: Program
     params: list[str]
     state: list[str]                      # optimizer state tensors (zero at the start)
