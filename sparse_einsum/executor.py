@@ -61,11 +61,11 @@ def _execute(compiled: CompiledPlan, arrays: dict[str, object], backend: Backend
     # outputs that no later step reads are fetched from their statement's query, unstored
     fetched: dict[str, Blocks] = {}
     direct = set() if count_tuples else _read_by_none(compiled, reads)
-    kept = direct | {r.table for r in [*compiled.combined.values(), *compiled.outputs.values()]}
-    invariant = set() if resident is None else \
-        invariant_tables(compiled.steps, compiled.read_in_place, kept)
-    # fetched unstored; left for the caller
+    # fetched unstored, or left for the caller
     undropped = direct | {rel.table for rel in compiled.combined.values()}
+    invariant = set() if resident is None else invariant_tables(
+        compiled.steps, compiled.read_in_place,
+        undropped | {rel.table for rel in compiled.outputs.values()})
     try:
         for n, step in enumerate(compiled.steps, 1):
             if progress:

@@ -122,15 +122,12 @@ class RenameStore(TableStore):
                                               in held if p == param))))
 
     def finish_sql(self, job: TrainingProgram, compiled: CompiledPlan) -> list[str]:
-        out = []
-        for param in job.params:
-            if compiled.combined[job.next_table(param)].table == job.next_table(param):
-                out += [render("common/drop_table", self.quote, table=job.table(param)),
-                        render("duckdb/rename_table", self.quote, table=job.next_table(param),
-                               new=job.table(param))]
-        for table, (state, _) in _states(job, compiled).items():
-            out += [render("common/drop_table", self.quote, table=state),
-                    render("duckdb/rename_table", self.quote, table=table, new=state)]
+        renames = [(job.next_table(p), job.table(p)) for p in job.params
+                   if compiled.combined[job.next_table(p)].table == job.next_table(p)]
+        renames += [(table, state) for table, (state, _) in _states(job, compiled).items()]
+        out = [sql for table, new in renames for sql in (
+            render("common/drop_table", self.quote, table=new),
+            render("duckdb/rename_table", self.quote, table=table, new=new))]
         return out + [render("common/train_step", self.quote, table=job.table("step"))]
 
 
